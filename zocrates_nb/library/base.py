@@ -1,0 +1,126 @@
+"""The library-source protocol and the plain records every source returns.
+
+One small protocol, three implementations: the embedded demo library
+(``local.py``, the default), a read-only snapshot of Zotero desktop's
+``zotero.sqlite`` (``zotero_desktop.py``) and the Zotero Web / local API
+(``zotero_web.py``). Everything downstream (conversion, corpus, index, agents)
+sees only these records, never a source's own format.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence, runtime_checkable
+
+#: Zotero's key alphabet (zotero/utilities ``generateObjectKey``): no 0, 1, O.
+KEY_ALPHABET = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
+KEY_RE = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}$")
+
+
+def new_key() -> str:
+    """A fresh 8-character Zotero object key."""
+    import secrets
+
+    return "".join(secrets.choice(KEY_ALPHABET) for _ in range(8))
+
+
+def is_valid_key(key: str) -> bool:
+    return bool(KEY_RE.match(key or ""))
+
+
+@dataclass(frozen=True)
+class Collection:
+    key: str
+    name: str
+    parent_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A regular (non-note) Zotero item: metadata, abstract, and full text when the source has it."""
+
+    key: str
+    title: str
+    item_type: str = "journalArticle"
+    creators: tuple[str, ...] = ()          # "Last, First" per creator, in order
+    year: int | None = None
+    date: str = ""                          # as the user typed it ("2021-06", "2016")
+    doi: str | None = None
+    abstract: str | None = None
+    fulltext: str | None = None             # plain text (.zotero-ft-cache or the demo's paragraphs)
+    publication: str = ""
+    collections: tuple[str, ...] = ()       # collection keys
+    version: int = 0
+    date_modified: str = ""
+
+    @property
+    def first_author(self) -> str:
+        """Last name of the first creator, or "" (used for "Author et al., Year" citations)."""
+        return self.creators[0].split(",")[0].strip() if self.creators else ""
+
+    @property
+    def citation(self) -> str:
+        """Short author-year citation: ``Ståhl et al., 2016``."""
+        who = self.first_author or "Anon."
+        if len(self.creators) == 2:
+            who = f"{who} & {self.creators[1].split(',')[0].strip()}"
+        elif len(self.creators) > 2:
+            who = f"{who} et al."
+        return f"{who}, {self.year}" if self.year else who
+
+
+@dataclass(frozen=True)
+class Note:
+    """A Zotero note. ``html`` is the note body as the API returns it (no ``zotero-note znv1`` wrapper)."""
+
+    key: str
+    html: str
+    parent_key: str | None = None
+    collections: tuple[str, ...] = ()       # collection keys; always () for child notes
+    version: int = 0
+    date_modified: str = ""
+
+
+@dataclass(frozen=True)
+class LibrarySnapshot:
+    """One consistent read of a library: what sync compares against the corpus."""
+
+    papers: tuple[Paper, ...] = ()
+    notes: tuple[Note, ...] = ()
+    collections: tuple[Collection, ...] = ()
+    version: int | None = None
+    #: keys the source could not read, with the reason (reported by sync, never fatal)
+    failures: tuple[tuple[str, str], ...] = field(default=())
+
+    def collection_names(self) -> dict[str, str]:
+        return {c.key: c.name for c in self.collections}
+
+
+@runtime_checkable
+class LibrarySource(Protocol):
+    """What the workbench needs from a library.
+
+    ``describe()`` is a short human label ("demo library", "zotero.sqlite snapshot of …").
+    ``get_note`` must be cheap (an indexed lookup or a dict hit): ``_resolve_bundle_dir``
+    calls it on every read to compare hashes.
+    """
+
+    writable: bool
+
+    def describe(self) -> str: ...
+
+    def snapshot(self) -> LibrarySnapshot: ...
+
+    def get_note(self, key: str) -> Note | None: ...
+
+    def get_paper(self, key: str) -> Paper | None: ...
+
+    def create_note(self, html: str, *, parent_key: str | None = None,
+                    collection_keys: Sequence[str] = ()) -> Note:
+        """Create a note (HTML, never Markdown). Child (``parent_key``) xor standalone in collections."""
+        ...
+
+    def update_note(self, key: str, html: str) -> Note: ...
+
+    def close(self) -> None: ...
