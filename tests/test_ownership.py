@@ -24,6 +24,9 @@ OWNERS = {
     "filelock": {"config.py", "locks.py"},
 }
 
+#: libraries owned by a whole sub-package rather than one module
+PACKAGE_OWNERS = {"ipywidgets": "widgets/", "anywidget": "widgets/"}
+
 
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -43,6 +46,9 @@ def test_each_third_party_library_has_one_owner():
         for lib in _imports(path) & OWNERS.keys():
             if rel not in OWNERS[lib]:
                 offenders.append(f"{rel} imports {lib} (owner: {sorted(OWNERS[lib])})")
+        for lib in _imports(path) & PACKAGE_OWNERS.keys():
+            if not rel.startswith(PACKAGE_OWNERS[lib]):
+                offenders.append(f"{rel} imports {lib} (owner: {PACKAGE_OWNERS[lib]})")
     assert offenders == []
 
 
