@@ -34,3 +34,43 @@ def data_dir(tmp_path) -> Path:
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory) -> Path:
+    """A data directory with the demo library synced once per test session (embedding is the slow part)."""
+    import shutil
+
+    from zocrates_nb.workbench import Workbench
+
+    root = tmp_path_factory.mktemp("demo-template") / "data"
+    cached = os.environ.get("ZOCRATES_TEST_DEMO_CACHE")
+    if cached and (Path(cached) / "conversion_meta.db").exists():
+        shutil.copytree(cached, root)
+        return root
+    wb = Workbench(root, auto_sync=False)
+    report = wb.sync(progress=False)
+    assert report.counts["failed"] == 0, report.summary()
+    wb.close()
+    return root
+
+
+@pytest.fixture
+def demo_home(demo_template, tmp_path, monkeypatch) -> Path:
+    """A private copy of the synced demo data directory, set as ZOCRATES_HOME."""
+    import shutil
+
+    home = tmp_path / "demo-home"
+    shutil.copytree(demo_template, home)
+    monkeypatch.setenv("ZOCRATES_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def demo_workbench(demo_home):
+    """A Workbench on a private copy of the synced demo library."""
+    from zocrates_nb.workbench import Workbench
+
+    wb = Workbench(demo_home)
+    yield wb
+    wb.close()

@@ -219,7 +219,7 @@ class Workbench:
         from .status import collect_status
 
         status = collect_status(self.paths)
-        status["library"] = self.source.describe()
+        status.setdefault("library", {})["label"] = self.source.describe()
         return status
 
     def close(self) -> None:

@@ -1,0 +1,62 @@
+"""Library sources: where notes and papers come from.
+
+``open_source(paths, config)`` picks one from ``config["library"]["source"]``:
+
+- ``"demo"`` (default): the embedded demo library, read/write (``local.DemoLibrary``);
+- ``"zotero-sqlite"``: a read-only snapshot of ``sqlite_path`` (``zotero_desktop``);
+- ``"zotero-dir"``: the same from ``zotero_dir`` (``zotero.sqlite`` + ``storage/`` full text);
+  ``desktop_library_id`` picks a group library's ``libraryID`` (default: My Library);
+- ``"zotero-web"``: the Zotero Web API, or Zotero 10's local API with ``local: true``
+  (``zotero_web``; the API key is read from the environment variable ``api_key_env``).
+
+Sources are imported lazily so that the demo library never loads pyzotero.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import ConfigError
+from .base import Collection, LibrarySnapshot, LibrarySource, Note, Paper
+
+__all__ = ["open_source", "LibrarySource", "LibrarySnapshot", "Note", "Paper", "Collection", "SOURCES"]
+
+SOURCES = ("demo", "zotero-sqlite", "zotero-dir", "zotero-web")
+
+
+def open_source(paths, config: dict) -> LibrarySource:
+    """The library source the config asks for (``paths`` is a ``DataPaths``)."""
+    lib = dict((config or {}).get("library") or {})
+    source = lib.get("source") or "demo"
+    if source == "demo":
+        from .local import DemoLibrary
+
+        return DemoLibrary(paths.demo_library, Path(lib["content_dir"]) if lib.get("content_dir") else None)
+    if source in ("zotero-sqlite", "zotero-dir"):
+        from .zotero_desktop import ZoteroDesktopLibrary
+
+        setting = "sqlite_path" if source == "zotero-sqlite" else "zotero_dir"
+        if not lib.get(setting):
+            raise ConfigError(f'library.source is "{source}" but library.{setting} is not set.',
+                              f"Set library.{setting} in zocrates_config.json, or pass "
+                              f"--{'zotero-sqlite PATH' if setting == 'sqlite_path' else 'zotero-dir DIR'}.")
+        return ZoteroDesktopLibrary(**{setting: Path(lib[setting]).expanduser()},
+                                    library_id=lib.get("desktop_library_id"))
+    if source == "zotero-web":
+        from .zotero_web import ZoteroWebLibrary
+
+        local = bool(lib.get("local"))
+        library_id = lib.get("library_id")
+        if library_id in (None, "") and not local:
+            raise ConfigError('library.source is "zotero-web" but library.library_id is not set.',
+                              "Set library.library_id to your Zotero user ID (zotero.org/settings/keys) "
+                              "or a group ID, and library.library_type to \"user\" or \"group\".")
+        key_env = lib.get("api_key_env") or ("ZOTERO_LOCAL_API_KEY" if local else "ZOTERO_API_KEY")
+        return ZoteroWebLibrary(library_id=library_id if library_id not in (None, "") else 0,
+                                library_type=lib.get("library_type") or "user",
+                                api_key=os.environ.get(key_env) or None,
+                                cache_path=paths.web_cache, local=local, base_url=lib.get("base_url"),
+                                server_id=lib.get("server_id"))
+    raise ConfigError(f"Unknown library source {source!r}.",
+                      f"Set library.source to one of: {', '.join(SOURCES)}.")

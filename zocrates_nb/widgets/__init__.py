@@ -1,0 +1,26 @@
+"""Notebook widgets: ``ChatPanel`` (chat with Save as Note) and ``ProfileEditor``.
+
+Only this package imports ipywidgets/anywidget. Names are loaded lazily so that engine objects can
+import the pure HTML builders in ``zocrates_nb.widgets.render`` without pulling in ipywidgets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ChatPanel", "ProfileEditor"]
+
+_LAZY = {
+    "ChatPanel": ("zocrates_nb.widgets.chat", "ChatPanel"),
+    "ChatMessage": ("zocrates_nb.widgets.chat", "ChatMessage"),
+    "ProfileEditor": ("zocrates_nb.widgets.profile_editor", "ProfileEditor"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'zocrates_nb.widgets' has no attribute {name!r}")

@@ -1,0 +1,128 @@
+"""OpenAlex / arXiv clients against the loopback scholarly fake, and the online synthesizer in a turn."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.agents_support import ScriptedModel, role_of
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scholarly_server import FakeScholarly, arxiv_entry, openalex_work
+from tests.test_agents import PROFILE, Stack, assert_key_free
+from zocrates_nb.agents.coordinator import deterministic_route, parse_route
+from zocrates_nb.agents.online_clients import (OnlineSearchError, ScholarlySearch, abstract_from_inverted_index,
+                                               normalize_doi)
+
+WORKS = [
+    # already in the library (same DOI as Ståhl et al., 2016 in agents_support.DOCS, different case/prefix)
+    openalex_work(1, "Visualization and analysis of gene expression in tissue sections by spatial transcriptomics",
+                  ["Patrik L. Ståhl", "Fredrik Salmén"], 2016, "10.1126/SCIENCE.AAF2403", "Spatial barcodes."),
+    openalex_work(2, "Cell2location maps fine-grained cell types in spatial transcriptomics",
+                  ["Vitalii Kleshchevnikov", "Artem Shmatko", "Emma Dann"], 2022, "10.1038/s41587-021-01139-4",
+                  "We present cell2location, a Bayesian model for spatial deconvolution."),
+    openalex_work(3, "Robust decomposition of cell type mixtures in spatial transcriptomics",
+                  ["Dylan M. Cable", "Evan Murray"], 2022, "10.1038/s41587-021-00830-w",
+                  "RCTD learns cell type profiles from single-cell RNA-seq to decompose spots."),
+]
+ARXIV = [
+    arxiv_entry("2401.01234v1", "A benchmark of  spatial\n deconvolution methods", ["Ana Lopez", "Bo Chen"], 2024,
+                "We benchmark eighteen deconvolution methods."),
+    # the same paper as OpenAlex work 3 (same title): dropped as a duplicate
+    arxiv_entry("2101.00001v2", "Robust decomposition of cell type mixtures in spatial transcriptomics",
+                ["Dylan M. Cable"], 2021, "Preprint of RCTD."),
+]
+
+
+def test_openalex_shape_is_parsed():
+    with FakeScholarly(works=WORKS) as fake:
+        found = ScholarlySearch(openalex_url=fake.openalex_url, arxiv_url=None, mailto="me@example.org") \
+            .search_openalex("spatial deconvolution", limit=5)
+        path, params = fake.requests[0]
+    assert path == "/openalex/works" and params["search"] == "spatial deconvolution"
+    assert params["per-page"] == "5" and params["mailto"] == "me@example.org"
+    first = found[1]
+    assert first.title.startswith("Cell2location") and first.year == 2022
+    assert first.doi == "10.1038/s41587-021-01139-4" and first.authors[0] == "Vitalii Kleshchevnikov"
+    assert first.abstract == "We present cell2location, a Bayesian model for spatial deconvolution."
+    assert first.citation == "Kleshchevnikov et al., 2022"
+
+
+def test_arxiv_atom_is_parsed():
+    with FakeScholarly(arxiv=ARXIV) as fake:
+        found = ScholarlySearch(openalex_url=fake.openalex_url, arxiv_url=fake.arxiv_url).search_arxiv("deconv", 3)
+        assert fake.requests[0][1]["search_query"] == "all:deconv"
+    assert found[0].title == "A benchmark of spatial deconvolution methods"
+    assert found[0].arxiv_id == "2401.01234v1" and found[0].year == 2024 and found[0].source == "arxiv"
+    assert found[0].abstract == "We benchmark eighteen deconvolution methods." and found[0].authors == ("Ana Lopez", "Bo Chen")
+
+
+def test_merge_dedupes_and_one_failing_service_is_tolerated():
+    with FakeScholarly(works=WORKS, arxiv=ARXIV) as fake:
+        both = ScholarlySearch(openalex_url=fake.openalex_url, arxiv_url=fake.arxiv_url).search("x", limit=10)
+    assert [c.source for c in both] == ["openalex"] * 3 + ["arxiv"]
+    with FakeScholarly(works=WORKS, arxiv=ARXIV, fail={"openalex"}) as fake:
+        only_arxiv = ScholarlySearch(openalex_url=fake.openalex_url, arxiv_url=fake.arxiv_url).search("x")
+    assert {c.source for c in only_arxiv} == {"arxiv"}
+    with FakeScholarly(fail={"openalex", "arxiv"}) as fake:
+        with pytest.raises(OnlineSearchError) as info:
+            ScholarlySearch(openalex_url=fake.openalex_url, arxiv_url=fake.arxiv_url).search("x")
+    assert "503" in info.value.message and info.value.hint
+
+
+def test_helpers():
+    assert abstract_from_inverted_index({"b": [1], "a": [0, 2]}) == "a b a"
+    assert normalize_doi("https://doi.org/10.1/ABC") == normalize_doi("doi:10.1/abc") == "10.1/abc"
+
+
+@pytest.mark.parametrize("question, route", [
+    ("Find new papers on spatial deconvolution", "online"),
+    ("Which recent preprints are not in my library?", "online"),
+    ("What do my notes say about RCTD, and new papers on it?", "both"),
+    ("What do my notes say about RCTD?", None),
+])
+def test_deterministic_routing(question, route):
+    assert deterministic_route(question) == route
+
+
+def test_parse_route_is_strict():
+    assert parse_route('Sure! {"route": "both", "online_query": "rctd"}') == ("both", "rctd")
+    assert parse_route("no json here") == ("library", "")
+    assert parse_route('{"route": "delete everything"}') == ("library", "")
+
+
+def test_online_turn_skips_papers_already_in_the_library(tmp_path):
+    model = ScriptedModel()
+    with FakeOpenAI(responder=model) as server, FakeScholarly(works=WORKS, arxiv=ARXIV) as fake:
+        online = ScholarlySearch(openalex_url=fake.openalex_url, arxiv_url=fake.arxiv_url)
+        stack = Stack(tmp_path, server, online=online)
+        answer = stack.coordinator.ask("Find new papers on spatial deconvolution not in my library")
+        bodies = server.bodies()
+    assert model.roles == ["online_synthesizer"]          # deterministic route: no coordinator call
+    assert answer.route == "online"
+    system, user = bodies[0]["messages"][0]["content"], bodies[0]["messages"][1]["content"]
+    assert PROFILE in system and PROFILE not in user
+    assert "Cell2location maps" in user and "A benchmark of spatial deconvolution methods" in user
+    assert "Visualization and analysis" not in user        # in the library already (DOI match)
+    assert [c.kind for c in answer.citations] == ["online"] * 3
+    assert answer.citations[0].url == "https://doi.org/10.1038/s41587-021-01139-4"
+    assert {e["source"] for e in answer.evidence} == {"openalex", "arxiv"}
+    assert answer.usage["by_role"]["online_synthesizer"]["calls"] == 1
+
+
+def test_both_route_and_online_failure_keeps_the_library_answer(tmp_path):
+    model = ScriptedModel(route="both")
+    with FakeOpenAI(responder=model) as server, FakeScholarly(fail={"openalex", "arxiv"}) as fake:
+        online = ScholarlySearch(openalex_url=fake.openalex_url, arxiv_url=fake.arxiv_url)
+        stack = Stack(tmp_path, server, online=online)
+        answer = stack.coordinator.ask("Which deconvolution methods work for spot-level spatial data?")
+        roles = [role_of(b) for b in server.bodies()]
+    assert roles[0] == "coordinator" and "library_synthesizer" in roles and "online_synthesizer" not in roles
+    assert answer.route == "both" and "## Papers not yet in your library" in answer.text
+    assert "Online search failed" in answer.text and answer.notices
+    assert "Deconvolution methods for spot-level spatial data" in answer.text
+    assert_key_free(answer.text)
+
+
+def test_online_requested_without_a_client_says_so(tmp_path):
+    with FakeOpenAI(responder=ScriptedModel()) as server:
+        answer = Stack(tmp_path, server).coordinator.ask("Find new papers on spatial deconvolution")
+    assert answer.route == "library" and "Online search is not set up" in answer.notices[0]

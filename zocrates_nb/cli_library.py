@@ -1,0 +1,261 @@
+"""CLI commands that work on the library: sync, search, ask, convert, eval, index, demo.
+
+Kept apart from ``cli.py`` (config, profile, LLM, status) so each file reads in one
+sitting; ``cli.COMMANDS`` lists both. Every command opens the workbench of the
+data directory chosen by the global options and prints either text for people
+or, with ``--json``, one JSON object for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from zocrates_nb.errors import ZocratesError
+
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+def _print_json(payload: object) -> None:
+    print(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
+
+
+def _workbench(args: argparse.Namespace, **kwargs):
+    from zocrates_nb.cli import paths_from_args
+    from zocrates_nb.workbench import Workbench
+
+    return Workbench(paths_from_args(args).root, **kwargs)
+
+
+# ----------------------------------------------------------------------------- sync
+
+def _remember_source(args: argparse.Namespace) -> None:
+    """``sync --zotero-sqlite/--zotero-dir`` makes that database this data directory's library."""
+    from zocrates_nb.cli import config_store
+
+    if args.zotero_sqlite:
+        library = {"source": "zotero-sqlite", "sqlite_path": str(Path(args.zotero_sqlite).resolve())}
+    elif args.zotero_dir:
+        library = {"source": "zotero-dir", "zotero_dir": str(Path(args.zotero_dir).resolve())}
+    else:
+        return
+    config_store(args).update(lambda cfg: {**cfg, "library": {**cfg.get("library", {}), **library}})
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    for given in (args.zotero_sqlite, args.zotero_dir):
+        if given and not Path(given).exists():
+            raise ZocratesError(f"{given} does not exist.", "Give the path of zotero.sqlite or of the Zotero data directory.")
+    _remember_source(args)
+    wb = _workbench(args, auto_sync=False)
+    try:
+        report = wb.sync(progress=False if args.json else None)
+        if args.json:
+            payload = report.to_dict()
+            if args.list:
+                payload["notes"] = wb.corpus.listing("note")
+            _print_json(payload)
+        else:
+            print(f"{wb.source.describe()}: {report.summary()}")
+            if args.list:
+                for note in wb.corpus.listing("note"):
+                    parent = f" (child of {note['parent_key']})" if note.get("parent_key") else ""
+                    print(f"  {note['key']}  {note['title']}{parent}")
+        return EXIT_ERROR if report.counts.get("failed") and args.strict else EXIT_OK
+    finally:
+        wb.close()
+
+
+def _add_sync_parser(sub, common) -> None:
+    p = sub.add_parser("sync", parents=[common], help="convert and index the library's notes and papers")
+    p.add_argument("--zotero-sqlite", metavar="PATH", help="read this zotero.sqlite (through a snapshot) and remember it")
+    p.add_argument("--zotero-dir", metavar="DIR", help="read DIR/zotero.sqlite and DIR/storage full text, and remember it")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--list", action="store_true", help="also list every note the corpus now holds")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any item failed to convert")
+    p.set_defaults(func=cmd_sync)
+
+
+# ----------------------------------------------------------------------------- search
+
+def cmd_search(args: argparse.Namespace) -> int:
+    filters = {k: v for k, v in (("item_type", args.type), ("collection", args.collection),
+                                 ("parent_key", args.parent)) if v}
+    wb = _workbench(args)
+    try:
+        results = wb.search(args.query, k=args.k, filters=filters or None)
+        if args.json:
+            _print_json(results.to_dict())
+        else:
+            if results.notice:
+                print(f"note: {results.notice}", file=sys.stderr)
+            print(results.evidence_text)
+        return EXIT_OK
+    finally:
+        wb.close()
+
+
+def _add_search_parser(sub, common) -> None:
+    p = sub.add_parser("search", parents=[common], help="hybrid search over notes and papers, with provenance")
+    p.add_argument("query")
+    p.add_argument("--k", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("--type", metavar="ITEM_TYPE", help="only this item type: note, paper, journalArticle, …")
+    p.add_argument("--collection", metavar="KEY_OR_NAME", help="only items filed in this collection")
+    p.add_argument("--parent", metavar="KEY", help="only child notes of this paper")
+    p.add_argument("--json", action="store_true", help="keys, kind, ranks and the evidence text as JSON")
+    p.set_defaults(func=cmd_search)
+
+
+# ----------------------------------------------------------------------------- ask
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    wb = _workbench(args)
+    try:
+        stream = None
+        if args.stream and not args.json:
+            stream = lambda token: print(token, end="", flush=True)  # noqa: E731
+        answer = wb.ask(args.question, on_token=stream)
+        if args.json:
+            _print_json(answer.to_json())
+        else:
+            if stream is None:
+                print(answer._repr_markdown_())
+            else:
+                print()
+        return EXIT_OK
+    finally:
+        wb.close()
+
+
+def _add_ask_parser(sub, common) -> None:
+    p = sub.add_parser("ask", parents=[common], help="answer a question from your library (evidence-only without an LLM)")
+    p.add_argument("question")
+    p.add_argument("--json", action="store_true", help='{"answer", "citations", "evidence", "usage", "mode"}')
+    p.add_argument("--stream", action="store_true", help="print the answer as it is generated")
+    p.set_defaults(func=cmd_ask)
+
+
+# ----------------------------------------------------------------------------- convert
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from zocrates_nb.convert.convert import convert_note
+    from zocrates_nb.corpus.sync import Corpus
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise ZocratesError(f"No file at {path}.", "Give the path of a note's HTML file.")
+    converted = convert_note(path.read_bytes())
+    context = {"parent_key": None, "parent_title": None, "collections": [], "collection_keys": []}
+    manifest = {"key": path.stem, "content_type": "text/note", "item_type": "note",
+                **Corpus._base_manifest(converted, context)}
+    if args.json:
+        _print_json({"markdown": converted.markdown, "manifest": manifest})
+    else:
+        print(converted.markdown)
+        print("\n---")
+        _print_json(manifest)
+    return EXIT_OK
+
+
+def _add_convert_parser(sub, common) -> None:
+    p = sub.add_parser("convert", parents=[common], help="show the Markdown and OKF manifest of one note's HTML")
+    p.add_argument("file", metavar="NOTE.html")
+    p.add_argument("--json", action="store_true", help='{"markdown", "manifest"}')
+    p.set_defaults(func=cmd_convert)
+
+
+# ----------------------------------------------------------------------------- eval
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from zocrates_nb.cli import paths_from_args
+    from zocrates_nb.diagnostics.events import EventLog
+    from zocrates_nb.evaluate import run_beir_eval, run_notes_eval
+
+    paths = paths_from_args(args).ensure()
+    events = EventLog(paths.diagnostics)
+    if args.notes:
+        wb = _workbench(args)
+        try:
+            result = run_notes_eval(wb.index, k=5, mode=args.mode, events=events)
+        finally:
+            wb.close()
+    elif args.dataset:
+        result = run_beir_eval(args.dataset, split=args.split, mode=args.mode, paths=paths, events=events)
+    else:
+        raise ZocratesError("Nothing to evaluate.", "Give --dataset DIR --split NAME, or --notes.")
+    if args.json:
+        _print_json(result)
+    else:
+        shown = {k: v for k, v in result.items() if k != "misses"}
+        print("  ".join(f"{k}={v}" for k, v in shown.items()))
+        for miss in result.get("misses", []):
+            print(f"  miss {miss['id']}: {miss['query']}")
+    return EXIT_OK
+
+
+def _add_eval_parser(sub, common) -> None:
+    p = sub.add_parser("eval", parents=[common], help="retrieval quality: BEIR datasets or the demo notes")
+    p.add_argument("--dataset", metavar="DIR", help="BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/SPLIT.tsv")
+    p.add_argument("--split", default="test", help="qrels split (default test)")
+    p.add_argument("--mode", choices=("lexical", "dense", "hybrid"), default="hybrid")
+    p.add_argument("--notes", action="store_true", help="note Recall@5 and MRR on the demo library's questions")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_eval)
+
+
+# ----------------------------------------------------------------------------- index
+
+def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    wb = _workbench(args, auto_sync=False)
+    try:
+        stats = wb.index.rebuild(wb.corpus)
+        print(json.dumps(stats, default=str) if args.json else f"rebuilt the index from the corpus: {stats}")
+        return EXIT_OK
+    finally:
+        wb.close()
+
+
+def _add_index_parser(sub, common) -> None:
+    p = sub.add_parser("index", parents=[common], help="maintain the search index")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    r = actions.add_parser("rebuild", parents=[common], help="re-create FTS and vectors from the corpus (no Zotero needed)")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_index_rebuild)
+
+
+# ----------------------------------------------------------------------------- demo
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The main job, headless: status, profile, sync, a search and an answer."""
+    from zocrates_nb.profile import format_user_research_profile_context
+    from zocrates_nb.status import format_status
+
+    wb = _workbench(args, auto_sync=False)
+    try:
+        print("== Sync")
+        print(f"{wb.source.describe()}: {wb.sync(progress=False).summary()}")
+        print("\n== Status")
+        print(format_status(wb.status()))
+        print("\n== User Research Profile section (what the agents receive)")
+        section = format_user_research_profile_context(wb.profile)
+        print(section or "(empty: no profile is injected, zero tokens)")
+        question = args.question
+        print(f"\n== Search: {question}")
+        print(wb.search(question, k=5).evidence_text)
+        print(f"\n== Ask: {question}")
+        print(wb.ask(question)._repr_markdown_())
+        return EXIT_OK
+    finally:
+        wb.close()
+
+
+def _add_demo_parser(sub, common) -> None:
+    p = sub.add_parser("demo", parents=[common], help="run the main job headless on the demo library")
+    p.add_argument("--question", default="Which methods deconvolve cell types in Visium spots, and what did I note about them?")
+    p.set_defaults(func=cmd_demo)
+
+
+LIBRARY_COMMANDS = [_add_sync_parser, _add_search_parser, _add_ask_parser, _add_convert_parser,
+                    _add_eval_parser, _add_index_parser, _add_demo_parser]

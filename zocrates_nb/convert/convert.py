@@ -1,0 +1,154 @@
+"""Whole-document conversion: a note's HTML or a paper record → one ``ConvertedNote``.
+
+Why one record for both: the corpus writes every document the same way (an
+OKF bundle: Markdown + manifest), so notes and papers meet here in one shape.
+Pure: no I/O, no clock (``converted_at`` is stamped by the corpus).
+
+Bad input never raises for content. Bytes are decoded as UTF-8 with
+replacement (and a warning); empty, huge, malformed or image-only notes give
+a best-effort result plus warnings. Only something that is not text at all
+(None, a number, binary data) raises ``ConversionError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import ConversionError
+from .html import html_to_markdown_with_warnings, note_title
+from .summary import cut_at_word, count_words, extractive_summary
+from .toc import build_toc, heading_text, iter_headings
+
+if TYPE_CHECKING:
+    from ..library.base import Paper
+
+#: bump when the Markdown produced for the same input changes; every bundle then counts as stale
+CONVERTER_VERSION = "zocrates-convert/1"
+UNTITLED = "Untitled note"
+
+
+@dataclass(frozen=True)
+class ConvertedNote:
+    """The converted document. ``source_hash`` is SHA-256 of the source exactly as given."""
+
+    markdown: str
+    title: str
+    toc: list[dict]
+    abstract: str | None
+    abstract_source: str | None
+    word_count: int
+    source_hash: str
+    warnings: tuple[str, ...] = field(default=())
+
+
+def sha256_text(text: str | bytes) -> str:
+    """SHA-256 hex digest of text as UTF-8 (bytes hashed as they are)."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+def decode_html(html: str | bytes | bytearray | memoryview) -> tuple[str, list[str]]:
+    """Return the note's text and any decoding warnings; raise ConversionError for non-text."""
+    if isinstance(html, str):
+        return html, []
+    if isinstance(html, (bytearray, memoryview)):
+        html = bytes(html)
+    if not isinstance(html, bytes):
+        raise ConversionError(f"A note's HTML must be text, got {type(html).__name__}.",
+                              "Check the library source: the note body is not a string.")
+    if html.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return html.decode("utf-16", "replace"), ["the note was UTF-16 encoded; decoded"]
+    if b"\x00" in html[:8192]:
+        raise ConversionError("The note body is binary data, not HTML text.",
+                              "Open the note in Zotero and check its content; it was left untouched.")
+    try:
+        return html.decode("utf-8"), []
+    except UnicodeDecodeError as err:
+        text = html.decode("utf-8", "replace")
+        return text, [f"the note is not valid UTF-8 (first bad byte at offset {err.start}); "
+                      "undecodable bytes were replaced with �"]
+
+
+def _fallback_title(markdown: str) -> str:
+    for _, _, raw in iter_headings(markdown):
+        title = heading_text(raw)
+        if title:
+            return title[:120]
+    for line in markdown.split("\n"):
+        text = heading_text(line.lstrip("#>-*0123456789.) "))
+        if text:
+            return text[:120]
+    return UNTITLED
+
+
+def convert_note(html: str | bytes) -> ConvertedNote:
+    """A Zotero note's HTML → Markdown, title, TOC, extractive abstract, word count and source hash."""
+    source_hash = sha256_text(html) if isinstance(html, (str, bytes)) else None
+    text, warnings = decode_html(html)
+    if source_hash is None:
+        source_hash = sha256_text(text)
+    try:
+        markdown, more = html_to_markdown_with_warnings(text)
+    except RecursionError:
+        from .html import plain_text_markdown
+
+        markdown, more = plain_text_markdown(text), ["the note is nested too deeply; converted as plain text"]
+    warnings.extend(more)
+    title = note_title(text) or _fallback_title(markdown)
+    abstract, abstract_source = extractive_summary(markdown)
+    return ConvertedNote(markdown=markdown, title=title, toc=build_toc(markdown), abstract=abstract,
+                         abstract_source=abstract_source, word_count=count_words(markdown),
+                         source_hash=source_hash, warnings=tuple(warnings))
+
+
+def paper_source_hash(paper: "Paper") -> str:
+    """SHA-256 over every paper field that reaches its bundle (staleness for papers)."""
+    record = [paper.key, paper.title, paper.item_type, list(paper.creators), paper.year, paper.date,
+              paper.doi, paper.publication, paper.abstract, list(paper.collections)]
+    digest = hashlib.sha256(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    digest.update(b"\x00")
+    digest.update((paper.fulltext or "").encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def _escape_block_start(paragraph: str) -> str:
+    """Plain full text must not turn into Markdown headings, quotes or lists by accident."""
+    return "\\" + paragraph if paragraph[:1] in "#>-+*|" else paragraph
+
+
+def _paper_markdown(paper: "Paper") -> str:
+    title = " ".join((paper.title or "Untitled paper").split())
+    lines = [f"# {title}", ""]
+    facts = []
+    if paper.creators:
+        facts.append("**Authors:** " + "; ".join(paper.creators))
+    if paper.year or paper.date:
+        facts.append(f"**Year:** {paper.year or paper.date}")
+    if paper.publication:
+        facts.append(f"**Venue:** {paper.publication}")
+    if paper.doi:
+        facts.append(f"**DOI:** {paper.doi}")
+    if facts:
+        lines += ["  \n".join(facts), ""]
+    if paper.abstract and paper.abstract.strip():
+        lines += ["## Abstract", "", paper.abstract.strip(), ""]
+    if paper.fulltext and paper.fulltext.strip():
+        paragraphs = [" ".join(p.split()) for p in paper.fulltext.replace("\r\n", "\n").split("\n\n")]
+        lines += ["## Full text", ""] + [_escape_block_start(p) + "\n" for p in paragraphs if p]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def convert_paper(paper: "Paper") -> ConvertedNote:
+    """A paper record → Markdown (title, authors, year, venue, DOI, ## Abstract, ## Full text)."""
+    markdown = _paper_markdown(paper)
+    if paper.abstract and paper.abstract.strip():
+        abstract, source = cut_at_word(" ".join(paper.abstract.split())), "metadata"
+    else:  # summarise the full text, not the metadata lines
+        abstract, source = extractive_summary("\n\n".join((paper.fulltext or "").split("\n\n")))
+    warnings = () if (paper.abstract or paper.fulltext) else ("the paper has no abstract or full text",)
+    return ConvertedNote(markdown=markdown, title=paper.title or "Untitled paper", toc=build_toc(markdown),
+                         abstract=abstract, abstract_source=source, word_count=count_words(markdown),
+                         source_hash=paper_source_hash(paper), warnings=warnings)

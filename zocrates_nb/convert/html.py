@@ -1,0 +1,356 @@
+"""Zotero note HTML → Markdown (the only module that imports markdownify and bs4).
+
+Why Zotero-aware and not plain markdownify: a Zotero note carries meaning in
+attributes that a generic converter throws away or mangles — citations are
+``span.citation`` with URL-encoded CSL-JSON, highlights carry their page label in
+``data-annotation``, math is ``$…$`` text that Markdown escaping would break, and
+embedded images point at attachments the agent cannot see. We rewrite those
+nodes in the parsed tree first (into plain text or placeholders), then let
+markdownify do the generic part, then put the placeholders back verbatim.
+
+Everything here is pure: a string in, a string (plus warnings) out.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+from urllib.parse import unquote
+
+import markdownify
+from bs4 import BeautifulSoup, NavigableString, Tag
+
+try:  # lxml parses ~25% faster; html.parser is the always-available fallback
+    import lxml  # noqa: F401
+
+    _PARSER = "lxml"
+except ImportError:  # pragma: no cover - lxml ships with the venv
+    _PARSER = "html.parser"
+
+#: above this size markdownify takes seconds; such notes are converted as plain paragraphs
+LARGE_NOTE_CHARS = 2_000_000
+MAX_TITLE_LENGTH = 120
+
+#: elements whose content never reaches the Markdown (active content, media, form widgets)
+_DROP_TAGS = ("script", "style", "noscript", "template", "iframe", "object", "embed", "video",
+              "audio", "source", "track", "canvas", "svg", "head", "title", "meta", "link", "base",
+              "button", "input", "select", "textarea", "frame", "frameset", "applet")
+_DROP_SET = frozenset(_DROP_TAGS)
+_REPORTED_DROPS = ("script", "style", "iframe", "object", "embed")
+_SAFE_LINK = re.compile(r"^\s*(?:https?:|mailto:|zotero:|doi:|#|/|\.|[^:/?#\s]+(?:[/?#]|$))", re.I)
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+_STRIKE_STYLE = re.compile(r"text-decoration[^;]*line-through", re.I)
+_TAG_LIKE = re.compile(r"<(?=[A-Za-z/!?])")
+_HASH_HEADING = re.compile(r"(\s|^)(#{1,6}(?:\s|$))")
+_QUOTES = "\"'“”‘’«»„"
+
+# placeholders survive markdownify untouched (private-use code points are never escaped)
+_INLINE_OPEN, _INLINE_CLOSE = "\ue000", "\ue001"
+_BLOCK_OPEN, _BLOCK_CLOSE = "\ue002", "\ue003"
+_INLINE_TOKEN = re.compile(_INLINE_OPEN + r"(\d+)" + _INLINE_CLOSE)
+_BLOCK_TOKEN = re.compile(r"(?m)^(?P<prefix>[ \t]*(?:>[ \t]?)*)" + _BLOCK_OPEN + r"(\d+)" + _BLOCK_CLOSE)
+
+
+class _Converter(markdownify.MarkdownConverter):
+    """markdownify with the few overrides a note needs."""
+
+    def convert_img(self, el, text, parent_tags):  # images are replaced before conversion
+        return ""
+
+    def escape(self, text, parent_tags):
+        """Also escape text that would read as an HTML tag or a heading once rendered as Markdown."""
+        text = super().escape(text, parent_tags)
+        text = _TAG_LIKE.sub(r"\\<", text)
+        return _HASH_HEADING.sub(r"\1\\\2", text)
+
+
+_OPTIONS = dict(heading_style="ATX", bullets="-", code_language="", table_infer_header=True,
+                strip_document="strip", escape_misc=False)
+
+
+def _decode_json_attr(value: str | None) -> object | None:
+    """Zotero stores JSON attributes as encodeURIComponent(JSON.stringify(obj))."""
+    if not value:
+        return None
+    try:
+        return json.loads(unquote(value))
+    except (ValueError, TypeError):
+        return None
+
+
+def _year_of(item_data: dict) -> str:
+    issued = item_data.get("issued") or {}
+    if isinstance(issued, dict):
+        parts = issued.get("date-parts") or []
+        if parts and parts[0] and str(parts[0][0]).strip():
+            return str(parts[0][0]).strip()
+        raw = str(issued.get("raw") or issued.get("literal") or "")
+    else:
+        raw = str(issued)
+    match = re.search(r"\b(1[5-9]\d\d|20\d\d)\b", raw)
+    return match.group(1) if match else ""
+
+
+def _author_of(item_data: dict) -> str:
+    names = []
+    for person in item_data.get("author") or item_data.get("editor") or []:
+        if isinstance(person, dict):
+            name = person.get("family") or person.get("literal") or person.get("given") or ""
+            if name:
+                names.append(str(name))
+    if not names:
+        return str(item_data.get("title") or "")[:60]
+    if len(names) == 1:
+        return names[0]
+    if len(names) == 2:
+        return f"{names[0]} & {names[1]}"
+    return f"{names[0]} et al."
+
+
+def _format_citation_item(item: dict, known: dict[str, dict]) -> str:
+    """One citation item → "Author et al., Year, p. 3" (CSL itemData inline or from the wrapper)."""
+    uris = item.get("uris") or []
+    item_data = item.get("itemData") or next((known[u] for u in uris if u in known), None) or {}
+    parts = [p for p in (_author_of(item_data), _year_of(item_data)) if p]
+    if not parts and uris:
+        parts = [f"item {str(uris[0]).rstrip('/').rsplit('/', 1)[-1]}"]
+    locator = str(item.get("locator") or "").strip()
+    if locator:
+        label = str(item.get("label") or "page")
+        parts.append(f"p. {locator}" if label == "page" else f"{label} {locator}")
+    return ", ".join(parts) or "citation"
+
+
+def format_citation(data_citation: str | None, known: dict[str, dict]) -> str:
+    """A ``data-citation`` attribute → "(Author et al., Year, p. 3; Other, Year)"."""
+    data = _decode_json_attr(data_citation)
+    items = data.get("citationItems") if isinstance(data, dict) else None
+    if not isinstance(items, list) or not items:
+        return "(citation)"
+    return "(" + "; ".join(_format_citation_item(i, known) for i in items if isinstance(i, dict)) + ")"
+
+
+class _Rewriter:
+    """Rewrites Zotero-specific nodes of one parsed note; collects placeholders and warnings."""
+
+    def __init__(self) -> None:
+        self.inline: list[str] = []
+        self.blocks: list[str] = []
+        self.warnings: list[str] = []
+        self.images = 0
+
+    def _inline_token(self, soup: BeautifulSoup, text: str) -> NavigableString:
+        self.inline.append(text)
+        return NavigableString(f"{_INLINE_OPEN}{len(self.inline) - 1}{_INLINE_CLOSE}")
+
+    def _block_token(self, soup: BeautifulSoup, text: str) -> Tag:
+        self.blocks.append(text)
+        para = soup.new_tag("p")
+        para.string = f"{_BLOCK_OPEN}{len(self.blocks) - 1}{_BLOCK_CLOSE}"
+        return para
+
+    def rewrite(self, soup: BeautifulSoup) -> None:
+        """One walk over the tree collects the nodes to rewrite; they are then rewritten in order."""
+        dropped: dict[str, int] = {}
+        doomed, hidden, found = [], 0, {name: [] for name in (
+            "wrapper", "annotation", "citation", "block_math", "inline_math", "img", "strike", "a", "items")}
+        for tag in soup.find_all(True):
+            name, attrs = tag.name, tag.attrs
+            if name in _DROP_SET:
+                doomed.append(tag)
+                if name in _REPORTED_DROPS:
+                    dropped[name] = dropped.get(name, 0) + 1
+                continue
+            if "hidden" in attrs or ("style" in attrs and _HIDDEN_STYLE.search(attrs["style"])):
+                doomed.append(tag)
+                hidden += 1
+                continue
+            classes = attrs.get("class") or ()
+            if "data-citation-items" in attrs:
+                found["items"].append(tag)
+            if name == "div" and ("data-schema-version" in attrs or "zotero-note" in classes):
+                found["wrapper"].append(tag)
+            elif name == "span" and classes:
+                if ("highlight" in classes or "underline" in classes) and "data-annotation" in attrs:
+                    found["annotation"].append(tag)
+                elif "citation" in classes:
+                    found["citation"].append(tag)
+                elif "math" in classes:
+                    found["inline_math"].append(tag)
+            elif name == "pre" and "math" in classes:
+                found["block_math"].append(tag)
+            elif name == "img":
+                found["img"].append(tag)
+            elif name == "a" and "href" in attrs and not _SAFE_LINK.match(attrs["href"]):
+                found["a"].append(tag)
+            if name == "span" and "style" in attrs and _STRIKE_STYLE.search(attrs["style"]):
+                found["strike"].append(tag)
+        for tag in doomed:
+            if not tag.decomposed:
+                tag.decompose()
+        for name, count in sorted(dropped.items()):
+            self.warnings.append(f"removed {count} <{name}> element(s); their content is not part of the note text")
+        if hidden:
+            self.warnings.append(f"removed {hidden} hidden element(s)")
+        live = {kind: [t for t in tags if not t.decomposed] for kind, tags in found.items()}
+        known = self._citation_items(live["items"])
+        for wrapper in live["wrapper"]:
+            wrapper.unwrap()
+        for span in live["annotation"]:
+            self._annotation(soup, span)
+        for span in live["citation"]:
+            if span.parent is not None:
+                self._citation(soup, span, known)
+        for pre in live["block_math"]:
+            pre.replace_with(self._block_token(soup, self._math(pre.get_text(), block=True)))
+        for span in live["inline_math"]:
+            if span.parent is not None:
+                span.replace_with(self._inline_token(soup, self._math(span.get_text(), block=False)))
+        for img in live["img"]:
+            if img.parent is not None:
+                self._image(soup, img)
+        for span in live["strike"]:
+            span.name = "s"
+        for link in live["a"]:
+            if link.parent is not None:
+                link.unwrap()  # javascript:, data:, vbscript: … keep the text, drop the target
+
+    @staticmethod
+    def _citation_items(holders: list[Tag]) -> dict[str, dict]:
+        known: dict[str, dict] = {}
+        for holder in holders:
+            items = _decode_json_attr(holder.get("data-citation-items"))
+            for item in items if isinstance(items, list) else []:
+                if isinstance(item, dict) and isinstance(item.get("itemData"), dict):
+                    for uri in item.get("uris") or []:
+                        known[str(uri)] = item["itemData"]
+        return known
+
+    def _citation(self, soup: BeautifulSoup, span: Tag, known: dict[str, dict]) -> None:
+        visible = " ".join(span.get_text(" ").split())
+        if visible.strip("() "):
+            text = visible.replace("( ", "(").replace(" )", ")")
+            if not text.startswith("("):
+                text = f"({text})"
+        else:
+            text = format_citation(span.get("data-citation"), known)
+        span.replace_with(NavigableString(text))
+
+    def _annotation(self, soup: BeautifulSoup, span: Tag) -> None:
+        """A highlight/underline annotation → ``“text” (p. 12)``, its paragraph made a quote."""
+        data = _decode_json_attr(span.get("data-annotation"))
+        data = data if isinstance(data, dict) else {}
+        page = str(data.get("pageLabel") or "").strip()
+        if not page and isinstance(data.get("citationItem"), dict):
+            page = str(data["citationItem"].get("locator") or "").strip()
+        quote = " ".join(span.get_text(" ").split()).strip(_QUOTES + " ")
+        text = f"“{quote}”" + (f" (p. {page})" if page else "")
+        block = span.find_parent(("p", "li", "td", "th", "blockquote", "h1", "h2", "h3", "h4",
+                                  "h5", "h6", "div"))
+        span.replace_with(NavigableString(text))
+        if block is not None and block.name == "p" and block.find_parent("blockquote") is None:
+            block.wrap(soup.new_tag("blockquote"))
+
+    @staticmethod
+    def _math(text: str, *, block: bool) -> str:
+        body = text.strip()
+        fence = "$$" if block else "$"
+        if body.startswith(fence) and body.endswith(fence) and len(body) >= 2 * len(fence):
+            body = body[len(fence):-len(fence)].strip()
+        elif body.startswith("$") and body.endswith("$") and len(body) >= 2:
+            body = body.strip("$").strip()
+        return f"{fence}{body}{fence}"
+
+    def _image(self, soup: BeautifulSoup, img: Tag) -> None:
+        self.images += 1
+        alt = " ".join((img.get("alt") or img.get("title") or "").split())
+        if not alt and img.has_attr("data-annotation"):
+            data = _decode_json_attr(img.get("data-annotation"))
+            page = data.get("pageLabel") if isinstance(data, dict) else None
+            alt = f"image annotation, p. {page}" if page else "image annotation"
+        img.replace_with(self._inline_token(soup, f"[image: {alt}]" if alt else "[image]"))
+
+
+def _restore(markdown: str, rewriter: _Rewriter) -> str:
+    def block(match: re.Match) -> str:
+        prefix = match.group("prefix")
+        lines = rewriter.blocks[int(match.group(2))].split("\n")
+        return "\n".join(prefix + line for line in lines)
+
+    markdown = _BLOCK_TOKEN.sub(block, markdown)
+    return _INLINE_TOKEN.sub(lambda m: rewriter.inline[int(m.group(1))], markdown)
+
+
+def _tidy(markdown: str) -> str:
+    markdown = re.sub(r"[ \t]+\n(?!\n)", lambda m: m.group(0) if m.group(0).startswith("  ") else "\n",
+                      markdown)
+    markdown = re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", markdown)
+    return markdown.strip() + "\n" if markdown.strip() else ""
+
+
+_BLOCK_END = re.compile(r"</(?:p|div|h[1-6]|li|tr|blockquote|pre|table|ul|ol)\s*>|<br\s*/?>|<hr\s*/?>", re.I)
+_ACTIVE_BLOCK = re.compile(r"<(script|style|noscript|template|iframe|object|svg)\b.*?</\1\s*>", re.I | re.S)
+_TAG = re.compile(r"<[^>]*>")
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+def plain_text_markdown(html: str) -> str:
+    """Fast tag-stripping conversion for very large notes: paragraphs kept, markup dropped."""
+    text = _ACTIVE_BLOCK.sub(" ", _COMMENT.sub(" ", html))
+    text = _BLOCK_END.sub("\n\n", text)
+    text = html_lib.unescape(_TAG.sub("", text))
+    paragraphs = (" ".join(p.split()) for p in re.split(r"\n\s*\n", text))
+    return "\n\n".join(p for p in paragraphs if p) + "\n"
+
+
+def html_to_markdown_with_warnings(html: str) -> tuple[str, list[str]]:
+    """Convert a note's HTML; returns the Markdown and human-readable warnings (never raises on content)."""
+    if not html.strip():
+        return "", ["the note is empty"]
+    if len(html) > LARGE_NOTE_CHARS:
+        markdown = plain_text_markdown(html)
+        return markdown, [f"very large note ({len(html) / 1e6:.1f} MB of HTML): converted as plain "
+                          "paragraphs without formatting"]
+    soup = BeautifulSoup(html, _PARSER)
+    rewriter = _Rewriter()
+    rewriter.rewrite(soup)
+    markdown = _Converter(**_OPTIONS).convert_soup(soup)
+    markdown = _tidy(_restore(markdown, rewriter))
+    warnings = rewriter.warnings
+    if not markdown.strip():
+        warnings.append("the note has no text")
+    elif rewriter.images and not _INLINE_TOKEN.sub("", re.sub(r"\[image(?:: [^\]]*)?\]", "", markdown)).strip():
+        warnings.append(f"the note has only images ({rewriter.images}); only their alt text is searchable")
+    return markdown, warnings
+
+
+def note_html_to_markdown(html: str) -> str:
+    """Zotero note HTML → Markdown (see module docstring for the Zotero-specific rules)."""
+    return html_to_markdown_with_warnings(html)[0]
+
+
+_TITLE_BLOCK_END = re.compile(r"(</(?:h\d|p|div)+>)")
+_TITLE_BR = re.compile(r"<br\s*/?>")
+_FIRST_LINE_OPEN_TAG = re.compile(r"^<[^>\n]+[^/]>\n")
+
+
+def note_title(html: str, *, stop_at_line_break: bool = False) -> str:
+    """Zotero's ``noteToTitle``: first line of the note's text, at most 120 characters.
+
+    Follows zotero/utilities ``utilities_item.js`` step by step (block ends become
+    line breaks, ``<br>`` a space, tags stripped, entities decoded), after first
+    removing script/style blocks so that active content never becomes a title.
+    """
+    orig = html
+    text = _ACTIVE_BLOCK.sub("", _COMMENT.sub("", html)).strip()
+    text = _TITLE_BLOCK_END.sub(r"\1\n", text)
+    text = _TITLE_BR.sub("\n" if stop_at_line_break else " ", text)
+    text = html_lib.unescape(_TAG.sub("", text))
+    if _FIRST_LINE_OPEN_TAG.match(orig):
+        text = text.strip()
+    title = text[:MAX_TITLE_LENGTH]
+    newline = title.find("\n")
+    if newline > -1:
+        title = title[:newline]
+    return title.strip()

@@ -1,0 +1,227 @@
+"""OKF v0.2 bundles on disk: ``corpus/<key>/okf.json`` + ``content.md``.
+
+Why a temporary directory and renames: a reader (another kernel, an agent tool)
+must see the old bundle or the new one, never a manifest from one and content
+from the other. A bundle is written completely into ``corpus/.tmp-…``, fsynced,
+then renamed into place; an existing bundle is first renamed aside, the new one
+renamed in, the old one removed. During the microseconds between those two
+renames the directory is absent, so readers retry briefly (``read_bundle``).
+
+Readers open the directory once and read both files relative to that handle,
+so a swap in the middle of a read cannot mix generations; the manifest's
+``content_sha256`` is checked against the content as a second guard (and makes
+a bundle damaged by a crash detectable, so the corpus can re-materialise it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import NotFoundError, ZocratesError
+
+OKF_VERSION = "0.2"
+MANIFEST = "okf.json"
+CONTENT = "content.md"
+_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_DIR_FD = os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
+_RETRY_DELAYS = (0.001, 0.004, 0.016, 0.05)
+
+
+class BundleError(ZocratesError):
+    """A bundle on disk is missing pieces or does not match its manifest."""
+
+
+def _check_key(key: str) -> str:
+    if not isinstance(key, str) or not _KEY.match(key):
+        raise ValueError(f"not a safe bundle key: {key!r}")
+    return key
+
+
+def content_sha256(markdown: str) -> str:
+    return hashlib.sha256(markdown.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _write_file(path: Path, data: bytes, durable: bool) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    if not hasattr(os, "O_DIRECTORY"):  # pragma: no cover - Windows has no directory fsync
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class PreparedBundle:
+    """A complete bundle in a temporary directory, waiting to be renamed into place."""
+
+    corpus_dir: Path
+    key: str
+    tmp_dir: Path
+    durable: bool = True
+
+    @property
+    def final_dir(self) -> Path:
+        return self.corpus_dir / self.key
+
+    def install(self) -> Path:
+        """Rename into place (old bundle aside → new in → old removed). Returns the bundle path."""
+        final = self.final_dir
+        try:
+            os.rename(self.tmp_dir, final)
+        except OSError:
+            if not final.exists():
+                raise
+            aside = self.corpus_dir / f".old-{self.key}-{uuid.uuid4().hex[:8]}"
+            os.rename(final, aside)
+            try:
+                os.rename(self.tmp_dir, final)
+            except OSError:
+                os.rename(aside, final)  # put the old bundle back: never leave the key without one
+                raise
+            shutil.rmtree(aside, ignore_errors=True)
+        if self.durable:
+            _fsync_dir(self.corpus_dir)
+        return final
+
+    def discard(self) -> None:
+        shutil.rmtree(self.tmp_dir, ignore_errors=True)
+
+
+def prepare_bundle(corpus_dir: Path, key: str, manifest: dict, markdown: str, *,
+                   durable: bool = True) -> PreparedBundle:
+    """Write a bundle into ``corpus/.tmp-<key>-<random>/`` (fsynced when ``durable``)."""
+    _check_key(key)
+    corpus_dir = Path(corpus_dir)
+    corpus_dir.mkdir(parents=True, exist_ok=True)
+    manifest = {**manifest, "key": key, "okf_version": OKF_VERSION,
+                "content_sha256": content_sha256(markdown)}
+    tmp = corpus_dir / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        _write_file(tmp / CONTENT, markdown.encode("utf-8", "surrogatepass"), durable)
+        _write_file(tmp / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=2).encode("utf-8"), durable)
+        if durable:
+            _fsync_dir(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return PreparedBundle(corpus_dir, key, tmp, durable)
+
+
+def write_bundle(corpus_dir: Path, key: str, manifest: dict, markdown: str, *, durable: bool = True) -> Path:
+    """Write ``corpus/<key>/`` atomically (temporary directory + rename); returns the bundle path."""
+    prepared = prepare_bundle(corpus_dir, key, manifest, markdown, durable=durable)
+    try:
+        return prepared.install()
+    except BaseException:
+        prepared.discard()
+        raise
+
+
+def remove_bundle(corpus_dir: Path, key: str) -> bool:
+    """Remove ``corpus/<key>/`` (renamed aside first, so it vanishes in one step). True if it existed."""
+    final = Path(corpus_dir) / _check_key(key)
+    aside = Path(corpus_dir) / f".old-{key}-{uuid.uuid4().hex[:8]}"
+    try:
+        os.rename(final, aside)
+    except FileNotFoundError:
+        return False
+    shutil.rmtree(aside, ignore_errors=True)
+    return True
+
+
+def sweep_temporary(corpus_dir: Path, older_than_s: float = 600.0) -> int:
+    """Remove ``.tmp-*``/``.old-*`` directories left by a crashed writer. Returns how many."""
+    removed = 0
+    corpus_dir = Path(corpus_dir)
+    if not corpus_dir.is_dir():
+        return 0
+    cutoff = time.time() - older_than_s
+    for entry in corpus_dir.iterdir():
+        if entry.name.startswith((".tmp-", ".old-")):
+            try:
+                if entry.stat().st_mtime < cutoff:
+                    shutil.rmtree(entry, ignore_errors=True)
+                    removed += 1
+            except FileNotFoundError:
+                continue
+    return removed
+
+
+def _read_pair(bundle_dir: Path) -> tuple[bytes, bytes]:
+    if _DIR_FD:
+        dir_fd = os.open(bundle_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            return _read_at(dir_fd, MANIFEST), _read_at(dir_fd, CONTENT)
+        finally:
+            os.close(dir_fd)
+    return (bundle_dir / MANIFEST).read_bytes(), (bundle_dir / CONTENT).read_bytes()  # pragma: no cover
+
+
+def _read_at(dir_fd: int, name: str) -> bytes:
+    fd = os.open(name, os.O_RDONLY, dir_fd=dir_fd)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def read_bundle(bundle_dir: Path) -> tuple[dict, str]:
+    """(manifest, markdown) of one bundle generation, retrying briefly across a concurrent swap."""
+    bundle_dir = Path(bundle_dir)
+    last: Exception | None = None
+    for delay in (0.0, *_RETRY_DELAYS):
+        if delay:
+            time.sleep(delay)
+        try:
+            raw_manifest, raw_content = _read_pair(bundle_dir)
+            manifest = json.loads(raw_manifest)
+            markdown = raw_content.decode("utf-8", "surrogatepass")
+        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError) as err:
+            last = err
+            continue
+        expected = manifest.get("content_sha256")
+        if expected and expected != content_sha256(markdown):
+            last = BundleError(f"bundle {bundle_dir.name}: content.md does not match okf.json",
+                               "Run `zocrates-nb sync` to re-materialise it.")
+            continue
+        return manifest, markdown
+    if isinstance(last, BundleError):
+        raise last
+    raise NotFoundError(f"No complete bundle at {bundle_dir}.",
+                        "Run `zocrates-nb sync` to (re)build the corpus.") from last
+
+
+def read_manifest(bundle_dir: Path) -> dict:
+    """The bundle's ``okf.json`` (retrying briefly across a concurrent swap)."""
+    bundle_dir = Path(bundle_dir)
+    last: Exception | None = None
+    for delay in (0.0, *_RETRY_DELAYS):
+        if delay:
+            time.sleep(delay)
+        try:
+            return json.loads((bundle_dir / MANIFEST).read_bytes())
+        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError) as err:
+            last = err
+    raise NotFoundError(f"No manifest at {bundle_dir / MANIFEST}.",
+                        "Run `zocrates-nb sync` to (re)build the corpus.") from last
+
+
+def read_markdown(bundle_dir: Path) -> str:
+    """The bundle's ``content.md`` (checked against the manifest)."""
+    return read_bundle(bundle_dir)[1]

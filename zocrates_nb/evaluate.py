@@ -1,0 +1,245 @@
+"""Retrieval-quality harness: BEIR datasets and the demo library's note questions.
+
+Why here and not a notebook: the numbers in the README must be reproducible with
+one command (``zocrates-nb eval``), and every run is recorded as an ``eval`` event
+so the diagnostics can plot quality over time.
+
+BEIR (``--dataset DIR --split NAME``): ``corpus.jsonl[.gz]``, ``queries.jsonl`` and
+``qrels/NAME.tsv``; as in BEIR only queries that appear in the split's qrels are
+evaluated. The evaluation index (FTS + vectors, built by the product's own
+``HybridIndex``, one chunk per BEIR document) lives under ``<data-dir>/eval/`` keyed
+by the corpus file's SHA-256, so embedding SciFact's 5,183 abstracts (~7 minutes on
+2 cores) happens once; an interrupted build resumes where it stopped, because the
+vector side is reconciled against the FTS rows.
+
+Notes (``--notes``): questions whose answers live in the user's notes, labelled by
+note key; Recall@5 and MRR over the full (unfiltered) search, so notes must win
+against papers too.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from zocrates_nb.diagnostics.eval import evaluate_run, mrr_at_k, recall_at_k
+from zocrates_nb.errors import ZocratesError
+from zocrates_nb.index.fts import ChunkRow, DocumentRow
+from zocrates_nb.paths import DataPaths
+
+__all__ = ["BeirDataset", "load_beir", "beir_records", "open_eval_index", "run_rankings", "run_beir_eval",
+           "load_note_questions", "run_notes_eval", "DEMO_QUESTIONS"]
+
+DEMO_QUESTIONS = Path(__file__).parent / "library" / "demo" / "note_questions.jsonl"
+_MODES = ("lexical", "dense", "hybrid")
+
+
+class EvalDataError(ZocratesError):
+    """The evaluation dataset is missing files or is malformed."""
+
+
+@dataclass
+class BeirDataset:
+    name: str
+    root: Path
+    split: str
+    corpus_path: Path
+    corpus_sha256: str
+    queries: dict[str, str]                 # only the queries judged in this split
+    qrels: dict[str, dict[str, int]]
+
+    def corpus(self) -> dict[str, tuple[str, str]]:
+        """doc id → (title, text), read on demand (only needed to build the index)."""
+        out: dict[str, tuple[str, str]] = {}
+        for row in _jsonl(self.corpus_path):
+            out[str(row["_id"])] = (row.get("title") or "", row.get("text") or "")
+        return out
+
+
+def _jsonl(path: Path):
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise EvalDataError(f"{path} line {number} is not JSON: {exc.msg}",
+                                        hint="Check the file is BEIR's JSON-lines format.") from None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_beir(dataset_dir: str | Path, split: str = "test") -> BeirDataset:
+    """Read queries and qrels of ``split`` (corpus lazily); errors name the missing file."""
+    root = Path(dataset_dir).expanduser()
+    corpus_path = next((root / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (root / n).is_file()), None)
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    queries_path = root / "queries.jsonl"
+    for needed, path in (("corpus.jsonl[.gz]", corpus_path), ("queries.jsonl", queries_path),
+                         (f"qrels/{split}.tsv", qrels_path)):
+        if path is None or not path.is_file():
+            available = sorted(p.stem for p in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
+            raise EvalDataError(f"{root} has no {needed}.",
+                                hint="A BEIR dataset folder holds corpus.jsonl[.gz], queries.jsonl and "
+                                     f"qrels/<split>.tsv" + (f"; splits here: {', '.join(available)}" if available else "."))
+    qrels: dict[str, dict[str, int]] = {}
+    with open(qrels_path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            parts = line.rstrip("\r\n").split("\t")
+            if number == 1 and parts[:1] == ["query-id"]:
+                continue
+            if len(parts) < 3 or not line.strip():
+                continue
+            try:
+                qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+            except ValueError:
+                raise EvalDataError(f"{qrels_path} line {number}: score {parts[2]!r} is not an integer.",
+                                    hint="Qrels lines are: query-id<TAB>corpus-id<TAB>score.") from None
+    queries = {str(r["_id"]): r.get("text") or "" for r in _jsonl(queries_path) if str(r["_id"]) in qrels}
+    missing = sorted(set(qrels) - set(queries))
+    if missing:
+        raise EvalDataError(f"{len(missing)} judged queries are not in queries.jsonl (e.g. {missing[0]}).",
+                            hint="Use the queries.jsonl that belongs to this dataset.")
+    return BeirDataset(root.name, root, split, corpus_path, _sha256(corpus_path), queries, qrels)
+
+
+def beir_records(corpus: Mapping[str, tuple[str, str]]) -> list[tuple[DocumentRow, list[ChunkRow]]]:
+    """One index document (and one chunk) per BEIR document, as the published baselines do."""
+    records = []
+    for doc_id, (title, text) in corpus.items():
+        doc = DocumentRow(key=doc_id, kind="paper", title=title, item_type="beir",
+                          word_count=len(text.split()))
+        records.append((doc, [ChunkRow(chunk_id=f"{doc_id}:0", key=doc_id, kind="paper", text=text,
+                                       title=title, item_type="beir")]))
+    return records
+
+
+def _marker_path(folder: Path) -> Path:
+    return folder / "eval_index.json"
+
+
+def open_eval_index(paths: DataPaths, dataset: BeirDataset, *, vectors: bool,
+                    search: Mapping[str, Any] | None = None, embedder: Any = None,
+                    progress: Callable[[int, int], None] | None = None) -> tuple[Any, bool]:
+    """The cached evaluation index for this corpus (built or completed if needed) → (index, built)."""
+    from zocrates_nb.index.hybrid import HybridIndex
+    from zocrates_nb.locks import file_lock
+
+    folder = Path(paths.eval_cache) / f"{dataset.name}-{dataset.corpus_sha256[:16]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"vectors": {"mode": "persistent"}, "search": dict(search or {})}
+    built = False
+    with file_lock(folder / "build.lock", timeout=3600):
+        marker_file = _marker_path(folder)
+        marker = json.loads(marker_file.read_text(encoding="utf-8")) if marker_file.is_file() else {}
+        if marker.get("corpus_sha256") != dataset.corpus_sha256:
+            marker = {"corpus_sha256": dataset.corpus_sha256, "dataset": dataset.name}
+        index = HybridIndex(DataPaths(folder), config, embedder=embedder, auto_repair_limit=10**9)
+        if not marker.get("fts"):
+            index.index_records(beir_records(dataset.corpus()), vectors=False)
+            marker.update(fts=True, documents=index.stats()["documents"], vectors=None)
+            built = True
+            _write_marker(marker_file, marker)
+        model_id = getattr(index.embedder, "model_id", None) if vectors else None
+        if vectors and marker.get("vectors") != model_id:
+            index.reconcile(progress=progress)            # embeds only what is missing: resumable
+            marker["vectors"] = model_id
+            built = True
+            _write_marker(marker_file, marker)
+    return index, built
+
+
+def _write_marker(path: Path, marker: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(marker, indent=2), encoding="utf-8")
+    tmp.replace(path)
+
+
+def run_rankings(index: Any, queries: Mapping[str, str], mode: str, depth: int = 100) -> dict[str, list[str]]:
+    """qid → ranked doc ids. Query vectors are computed in one batch (much faster than one by one)."""
+    if mode not in _MODES:
+        raise ZocratesError(f"Unknown mode {mode!r}.", hint=f"Use one of: {', '.join(_MODES)}.")
+    qids = list(queries)
+    vectors = index.embedder.embed([queries[q] for q in qids]) if mode != "lexical" else [None] * len(qids)
+    return {qid: [h.key for h in index.search(queries[qid], k=depth, mode=mode, query_embedding=vec)]
+            for qid, vec in zip(qids, vectors)}
+
+
+def run_beir_eval(dataset_dir: str | Path, split: str = "test", mode: str = "hybrid", *,
+                  paths: DataPaths | None = None, events: Any = None, search: Mapping[str, Any] | None = None,
+                  embedder: Any = None, progress: Callable[[int, int], None] | None = None) -> dict:
+    """nDCG@10, Recall@100 and MRR@10 of one mode on one split (index cached per corpus hash)."""
+    if mode not in _MODES:
+        raise ZocratesError(f"Unknown mode {mode!r}.", hint=f"Use one of: {', '.join(_MODES)}.")
+    started = time.perf_counter()
+    paths = paths or DataPaths.resolve()
+    dataset = load_beir(dataset_dir, split)
+    index, built = open_eval_index(paths, dataset, vectors=mode != "lexical", search=search,
+                                   embedder=embedder, progress=progress)
+    try:
+        run = run_rankings(index, dataset.queries, mode)
+    finally:
+        index.close()
+    metrics = evaluate_run(run, dataset.qrels)
+    result = {**{name: round(value, 4) for name, value in metrics.items()}, "mode": mode, "split": split,
+              "queries": len(dataset.qrels), "seconds": round(time.perf_counter() - started, 2),
+              "dataset": dataset.name, "index_built": built}
+    if events is not None:
+        events.emit("eval", **{k: v for k, v in result.items() if k != "index_built"},
+                    latency_ms=round(result["seconds"] * 1000, 1))
+    return result
+
+
+# ---------------------------------------------------------------------------- note questions
+
+def load_note_questions(path: str | Path | None = None) -> list[dict]:
+    """``{"id", "query", "note_keys"}`` per line (the demo set by default)."""
+    path = Path(path) if path else DEMO_QUESTIONS
+    if not path.is_file():
+        raise EvalDataError(f"No note-question file at {path}.",
+                            hint='Write one JSON object per line: {"id", "query", "note_keys": [KEY, ...]}.')
+    questions = list(_jsonl(path))
+    for q in questions:
+        if not q.get("query") or not q.get("note_keys"):
+            raise EvalDataError(f"Question {q.get('id')!r} in {path} lacks a query or note_keys.",
+                                hint="Every line needs a non-empty query and at least one note key.")
+    return questions
+
+
+def run_notes_eval(index: Any, questions: list[dict] | None = None, *, k: int = 5, mode: str = "hybrid",
+                   events: Any = None) -> dict:
+    """Note Recall@k and MRR@10 over unfiltered search (papers compete for the same slots)."""
+    started = time.perf_counter()
+    questions = questions if questions is not None else load_note_questions()
+    recall_sum = mrr_sum = 0.0
+    misses = []
+    for q in questions:
+        ranking = [h.key for h in index.search(q["query"], k=max(k, 10), mode=mode)]
+        relevance = {key: 1 for key in q["note_keys"]}
+        recall = recall_at_k(ranking, relevance, k)
+        recall_sum += recall
+        mrr_sum += mrr_at_k(ranking, relevance, 10)
+        if recall < 1.0:
+            misses.append({"id": q.get("id"), "query": q["query"], "expected": list(q["note_keys"]),
+                           "got": ranking[:k]})
+    n = len(questions)
+    result = {f"recall@{k}": round(recall_sum / n, 4) if n else 0.0, "mrr": round(mrr_sum / n, 4) if n else 0.0,
+              "queries": n, "mode": mode, "misses": misses, "seconds": round(time.perf_counter() - started, 2),
+              "dataset": "notes"}
+    if events is not None:
+        events.emit("eval", dataset="notes", split="notes", mode=mode, queries=n,
+                    **{f"recall@{k}": result[f"recall@{k}"], "mrr@10": result["mrr"]},
+                    seconds=result["seconds"], latency_ms=round(result["seconds"] * 1000, 1))
+    return result

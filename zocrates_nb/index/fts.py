@@ -1,0 +1,350 @@
+"""The lexical half of the index: SQLite FTS5 in the same file as the conversion meta.
+
+Why one file: a note's text, its source hash and its index rows then change in
+one ``BEGIN IMMEDIATE`` transaction (the ``DocumentIndexer.stage`` contract), so
+a crash can never leave the index describing a different note than the corpus.
+
+Shape (see ../shared/docs/reliability-perf-anchors.md §2):
+
+- ``chunks`` is the content table (``INTEGER PRIMARY KEY`` + a unique text
+  ``chunk_id``); ``chunks_fts`` is an *external-content* FTS5 table over its
+  ``title`` and ``text`` kept in sync by triggers. Writes use
+  ``INSERT … ON CONFLICT(chunk_id) DO UPDATE``: ``INSERT OR REPLACE`` would delete
+  without firing the delete trigger and leave stale tokens behind.
+- ``index_documents`` holds one row of provenance per document (title, parent,
+  first author, year, abstract …) so results can be rendered without touching
+  the bundles or the library.
+- Every user or LLM string goes through :func:`quote_fts` / :func:`natural_query`
+  before ``MATCH``: FTS5 parses the bound string as its own query language.
+- Ranking happens inside an FTS-only sub-query (``ORDER BY rank LIMIT n``); with
+  filters the FTS table stays the driver through ``CROSS JOIN``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+__all__ = [
+    "TOKENIZER", "ChunkRow", "DocumentRow", "ensure_schema", "quote_fts", "natural_query",
+    "replace_document", "delete_document", "search", "chunk_ids", "chunk_rows",
+    "documents", "integrity_check", "clear", "set_title_weight",
+]
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+#: bm25 weight of the title column relative to the body (tuned on SciFact train).
+DEFAULT_TITLE_WEIGHT = 1.0
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY,
+    chunk_id TEXT NOT NULL UNIQUE,
+    key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    parent_key TEXT,
+    item_type TEXT,
+    collections TEXT NOT NULL DEFAULT '[]',
+    title TEXT NOT NULL DEFAULT '',
+    section TEXT,
+    text TEXT NOT NULL DEFAULT '',
+    chunk_index INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks(key);
+CREATE INDEX IF NOT EXISTS chunks_by_parent ON chunks(parent_key);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    title, text, content='chunks', content_rowid='id', tokenize='{TOKENIZER}');
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
+    INSERT INTO chunks_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
+END;
+CREATE TABLE IF NOT EXISTS index_documents(
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    item_type TEXT,
+    title TEXT NOT NULL DEFAULT '',
+    parent_key TEXT,
+    parent_title TEXT,
+    collections TEXT NOT NULL DEFAULT '[]',
+    citation TEXT,
+    first_author TEXT,
+    year INTEGER,
+    word_count INTEGER,
+    abstract TEXT,
+    source_hash TEXT,
+    chunk_count INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+# Function words that carry no topic: dropping them from OR-queries halves query
+# time on SciFact with no loss in nDCG (offline-models-and-eval.md §D).
+_STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just me more most
+my myself no nor not of off on once only or other our ours ourselves out over own same she should so
+some such than that the their theirs them themselves then there these they this those through to too
+under until up very was we were what when where which while who whom why will with would you your
+yours yourself yourselves
+""".split())
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """One indexed passage. ``collections`` holds collection keys *and* names (filters accept either)."""
+
+    chunk_id: str
+    key: str
+    kind: str                      # "note" | "paper"
+    text: str
+    title: str = ""
+    parent_key: str | None = None
+    item_type: str | None = None
+    collections: tuple[str, ...] = ()
+    section: str | None = None
+    chunk_index: int = 0
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    """Document-level provenance shared by all of a document's chunks."""
+
+    key: str
+    kind: str
+    title: str = ""
+    item_type: str | None = None
+    parent_key: str | None = None
+    parent_title: str | None = None
+    collections: tuple[str, ...] = ()
+    citation: str | None = None
+    first_author: str | None = None
+    year: int | None = None
+    word_count: int | None = None
+    abstract: str | None = None
+    source_hash: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def ensure_schema(conn: sqlite3.Connection, title_weight: float | None = None) -> None:
+    """Create the tables and triggers if missing (idempotent, safe inside a transaction)."""
+    for statement in _split_sql(_SCHEMA):
+        conn.execute(statement)
+    if title_weight is not None:
+        set_title_weight(conn, title_weight)
+
+
+def _split_sql(script: str) -> list[str]:
+    """Statements of a script, one by one (``executescript`` would COMMIT the caller's transaction)."""
+    out, buf = [], ""
+    for line in script.strip().splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    return out
+
+
+def set_title_weight(conn: sqlite3.Connection, title_weight: float) -> None:
+    """Persist the bm25 column weights as FTS5's ``rank`` so ``ORDER BY rank`` stays the fast path."""
+    wanted = f"bm25({float(title_weight)!r}, 1.0)"
+    row = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'rank'").fetchone()
+    if not row or row[0] != wanted:
+        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('rank', ?)", (wanted,))
+
+
+def _quote_token(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def quote_fts(query: str, operator: str = "AND") -> str | None:
+    """Make any string a valid FTS5 query: each whitespace token becomes a quoted string.
+
+    ``multi-agent`` → ``"multi-agent"`` (a phrase of the two tokens); ``who's`` →
+    ``"who's"``; ``title:x``, ``NOT``, ``a AND``, unbalanced quotes lose their operator
+    meaning. Tokens with no word character (emoji, lone punctuation) would match
+    nothing and are dropped. Returns ``None`` when nothing searchable is left, so the
+    caller skips FTS instead of sending an empty ``MATCH``.
+    """
+    if operator not in ("AND", "OR"):
+        raise ValueError("operator must be 'AND' or 'OR'")
+    tokens = [t for t in (query or "").split() if _WORD.search(t)]
+    if not tokens:
+        return None
+    return (" " if operator == "AND" else " OR ").join(_quote_token(t) for t in tokens)
+
+
+def natural_query(query: str, *, drop_stopwords: bool = True, max_terms: int = 64) -> str | None:
+    """The query we send for natural-language questions: OR of the distinct word tokens.
+
+    All-AND (FTS5's implicit operator) returns nothing for most questions; OR plus
+    bm25 ranks documents that share more (and rarer) terms first — the shape that
+    scored 0.6868 nDCG@10 on SciFact with the porter tokenizer. Stopwords are dropped
+    unless the query is nothing but stopwords.
+    """
+    words = [w.lower() for w in _WORD.findall(query or "")]
+    unique = list(dict.fromkeys(words))
+    if drop_stopwords:
+        content = [w for w in unique if w not in _STOPWORDS]
+        unique = content or unique
+    unique = unique[:max_terms]
+    if not unique:
+        return None
+    return " OR ".join(_quote_token(w) for w in unique)
+
+
+def replace_document(conn: sqlite3.Connection, doc: DocumentRow, rows: Sequence[ChunkRow]) -> list[str]:
+    """Upsert a document's chunks and provenance; delete its chunks that no longer exist.
+
+    Must run inside the caller's write transaction. Returns the removed chunk ids
+    (so the vector store can drop them too).
+    """
+    keep = {r.chunk_id for r in rows}
+    old = [cid for (cid,) in conn.execute("SELECT chunk_id FROM chunks WHERE key = ?", (doc.key,))]
+    stale = [cid for cid in old if cid not in keep]
+    if stale:
+        conn.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(c,) for c in stale])
+    conn.executemany(
+        """INSERT INTO chunks(chunk_id, key, kind, parent_key, item_type, collections, title,
+                              section, text, chunk_index)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT(chunk_id) DO UPDATE SET
+               key = excluded.key, kind = excluded.kind, parent_key = excluded.parent_key,
+               item_type = excluded.item_type, collections = excluded.collections,
+               title = excluded.title, section = excluded.section, text = excluded.text,
+               chunk_index = excluded.chunk_index""",
+        [(r.chunk_id, r.key, r.kind, r.parent_key, r.item_type, json.dumps(list(r.collections)),
+          r.title, r.section, r.text, r.chunk_index) for r in rows])
+    conn.execute(
+        """INSERT INTO index_documents(key, kind, item_type, title, parent_key, parent_title,
+                                       collections, citation, first_author, year, word_count,
+                                       abstract, source_hash, chunk_count)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT(key) DO UPDATE SET
+               kind = excluded.kind, item_type = excluded.item_type, title = excluded.title,
+               parent_key = excluded.parent_key, parent_title = excluded.parent_title,
+               collections = excluded.collections, citation = excluded.citation,
+               first_author = excluded.first_author, year = excluded.year,
+               word_count = excluded.word_count, abstract = excluded.abstract,
+               source_hash = excluded.source_hash, chunk_count = excluded.chunk_count""",
+        (doc.key, doc.kind, doc.item_type, doc.title, doc.parent_key, doc.parent_title,
+         json.dumps(list(doc.collections)), doc.citation, doc.first_author, doc.year,
+         doc.word_count, doc.abstract, doc.source_hash, len(rows)))
+    return stale
+
+
+def delete_document(conn: sqlite3.Connection, key: str) -> list[str]:
+    """Remove a document's chunks and provenance (inside the caller's transaction); returns chunk ids."""
+    ids = [cid for (cid,) in conn.execute("SELECT chunk_id FROM chunks WHERE key = ?", (key,))]
+    conn.execute("DELETE FROM chunks WHERE key = ?", (key,))
+    conn.execute("DELETE FROM index_documents WHERE key = ?", (key,))
+    return ids
+
+
+def clear(conn: sqlite3.Connection) -> None:
+    """Empty the lexical index (rebuild starts here)."""
+    conn.execute("DELETE FROM chunks")
+    conn.execute("DELETE FROM index_documents")
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+
+
+def _filter_sql(filters: Mapping[str, str] | None) -> tuple[str, list]:
+    clauses, params = [], []
+    filters = filters or {}
+    item_type = filters.get("item_type")
+    if item_type:
+        if item_type in ("note", "paper"):
+            clauses.append("c.kind = ?")
+        else:
+            clauses.append("c.item_type = ?")
+        params.append(item_type)
+    if filters.get("collection"):
+        clauses.append("EXISTS (SELECT 1 FROM json_each(c.collections) WHERE value = ?)")
+        params.append(filters["collection"])
+    if filters.get("parent_key"):
+        clauses.append("c.parent_key = ?")
+        params.append(filters["parent_key"])
+    return " AND ".join(clauses), params
+
+
+def search(conn: sqlite3.Connection, match: str | None, limit: int,
+           filters: Mapping[str, str] | None = None) -> list[tuple[str, str, float]]:
+    """Ranked ``(chunk_id, key, bm25)`` for an already-quoted MATCH expression (best first).
+
+    Without filters the ranking runs in an FTS-only sub-query with its own LIMIT, so
+    the cost is the FTS5 top-n and nothing else. With filters, ``CROSS JOIN`` keeps
+    the FTS table as the driving loop and the filter is applied to every match before
+    the LIMIT, so a selective filter never loses recall to a top-n window.
+    """
+    if not match or limit <= 0:
+        return []
+    where, params = _filter_sql(filters)
+    if not where:
+        sql = """SELECT c.chunk_id, c.key, f.rank FROM
+                   (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) AS f
+                 CROSS JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank"""
+        return [tuple(r) for r in conn.execute(sql, (match, limit))]
+    sql = f"""SELECT c.chunk_id, c.key, chunks_fts.rank FROM chunks_fts
+              CROSS JOIN chunks AS c ON c.id = chunks_fts.rowid
+              WHERE chunks_fts MATCH ? AND {where} ORDER BY chunks_fts.rank LIMIT ?"""
+    return [tuple(r) for r in conn.execute(sql, (match, *params, limit))]
+
+
+def filtered_chunk_ids(conn: sqlite3.Connection, filters: Mapping[str, str] | None,
+                       among: Iterable[str] | None = None) -> set[str]:
+    """Chunk ids passing ``filters`` (optionally only among ``among``): the dense side's filter."""
+    where, params = _filter_sql(filters)
+    sql = "SELECT c.chunk_id FROM chunks AS c"
+    if where:
+        sql += f" WHERE {where}"
+    ids = {cid for (cid,) in conn.execute(sql, params)}
+    return ids if among is None else ids.intersection(among)
+
+
+def chunk_ids(conn: sqlite3.Connection) -> set[str]:
+    return {cid for (cid,) in conn.execute("SELECT chunk_id FROM chunks")}
+
+
+def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkRow]:
+    """Full rows for the given chunk ids (missing ids are simply absent)."""
+    ids = list(ids)
+    out: dict[str, ChunkRow] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        marks = ",".join("?" * len(part))
+        for r in conn.execute(
+                f"""SELECT chunk_id, key, kind, text, title, parent_key, item_type, collections,
+                           section, chunk_index FROM chunks WHERE chunk_id IN ({marks})""", part):
+            out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6],
+                                 tuple(json.loads(r[7] or "[]")), r[8], r[9])
+    return out
+
+
+def documents(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, DocumentRow]:
+    keys = list(keys)
+    out: dict[str, DocumentRow] = {}
+    for start in range(0, len(keys), 500):
+        part = keys[start:start + 500]
+        marks = ",".join("?" * len(part))
+        for r in conn.execute(
+                f"""SELECT key, kind, title, item_type, parent_key, parent_title, collections,
+                           citation, first_author, year, word_count, abstract, source_hash
+                    FROM index_documents WHERE key IN ({marks})""", part):
+            out[r[0]] = DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5],
+                                    tuple(json.loads(r[6] or "[]")), r[7], r[8], r[9], r[10],
+                                    r[11], r[12])
+    return out
+
+
+def integrity_check(conn: sqlite3.Connection) -> None:
+    """Raise ``sqlite3.DatabaseError`` when the FTS index disagrees with its content table."""
+    conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")

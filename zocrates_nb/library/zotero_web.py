@@ -1,0 +1,400 @@
+"""The Zotero Web API (and Zotero 10's local API) as a library source, via pyzotero.
+
+Why a local cache: a Zotero library can hold tens of thousands of items and the
+Web API pages 100 at a time, so every read after the first is incremental —
+``items?since=<library version>&includeTrashed=1``, ``collections?since=…`` and
+``deleted?since=…`` — applied to a SQLite cache (``zotero_web_cache.sqlite``)
+in one transaction together with the new library version. ``snapshot()`` and
+``get_note()`` are then local reads.
+
+Writes follow the Web API's rules (../shared/docs/zotero-formats.md §3): notes
+are HTML (the API would escape Markdown), a note is a child (``parentItem``) or
+standalone in collections, never both; updates carry the version they were
+based on, and a ``412`` means someone else changed the note — we re-fetch it
+and refuse, rather than overwrite. pyzotero retries rate-limited *reads* only,
+so writes are wrapped here: ``Backoff``/``Retry-After`` are honoured and a
+refused write is re-sent a bounded number of times.
+
+The API key lives in the pyzotero client only; it never appears in messages or reprs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import httpx2
+from pyzotero import Zotero
+from pyzotero import errors as ze
+
+from ..errors import LibraryError, NotFoundError
+from .base import Collection, LibrarySnapshot, Note, Paper
+
+WEB_API = "https://api.zotero.org"
+LOCAL_API = "http://localhost:23119/api"
+_RETRY_STATUSES = (429, 503)
+_SKIP_TYPES = ("note", "attachment", "annotation")
+_YEAR_RE = re.compile(r"\b(\d{4})\b")
+_NOTE_TEMPLATE = {"itemType": "note", "note": "", "tags": [], "collections": [], "relations": {}}
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, version INTEGER NOT NULL, item_type TEXT NOT NULL,"
+    " parent_key TEXT, deleted INTEGER NOT NULL DEFAULT 0, obj TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS items_type ON items(item_type)",
+    "CREATE TABLE IF NOT EXISTS collections (key TEXT PRIMARY KEY, version INTEGER NOT NULL, name TEXT NOT NULL,"
+    " parent_key TEXT, deleted INTEGER NOT NULL DEFAULT 0)",
+)
+_VISIBLE_NOTES = ("SELECT i.obj FROM items i LEFT JOIN items p ON p.key = i.parent_key "
+                  "WHERE i.item_type = 'note' AND i.deleted = 0 AND COALESCE(p.deleted, 0) = 0")
+
+
+class NoteConflictError(LibraryError):
+    """The note changed in Zotero since we read it (HTTP 412); nothing was overwritten."""
+
+
+def note_from_object(obj: dict) -> Note:
+    """A Web API item object (``{key, version, data: {...}}``) of type note → ``Note``."""
+    data = obj.get("data", obj)
+    parent = data.get("parentItem") or None
+    return Note(key=data["key"], html=data.get("note") or "", parent_key=parent,
+                collections=() if parent else tuple(data.get("collections") or ()),
+                version=int(data.get("version", obj.get("version", 0)) or 0),
+                date_modified=data.get("dateModified", ""))
+
+
+def paper_from_object(obj: dict) -> Paper:
+    """A regular Web API item → ``Paper`` (authors preferred over other creator types, as cited)."""
+    data, meta = obj.get("data", obj), obj.get("meta") or {}
+    names = []
+    for c in data.get("creators") or ():
+        name = c.get("name") or ", ".join(x for x in (c.get("lastName", "").strip(), c.get("firstName", "").strip()) if x)
+        names.append((name, c.get("creatorType")))
+    authors = [n for n, t in names if t == "author"]
+    date = data.get("date") or ""
+    year_src = (meta.get("parsedDate") or "")[:4] if meta.get("parsedDate") else ""
+    year = int(year_src) if year_src.isdigit() and int(year_src) else None
+    if year is None and (m := _YEAR_RE.search(date)):
+        year = int(m.group(1))
+    title = next((data[f] for f in ("title", "caseName", "nameOfAct", "subject") if data.get(f)), "")
+    publication = next((data[f] for f in ("publicationTitle", "bookTitle", "proceedingsTitle", "websiteTitle",
+                                          "blogTitle", "publisher", "university") if data.get(f)), "")
+    return Paper(key=data["key"], title=title, item_type=data.get("itemType", "journalArticle"),
+                 creators=tuple(authors or [n for n, _ in names]), year=year, date=date,
+                 doi=data.get("DOI") or None, abstract=data.get("abstractNote") or None, fulltext=None,
+                 publication=publication, collections=tuple(data.get("collections") or ()),
+                 version=int(data.get("version", obj.get("version", 0)) or 0),
+                 date_modified=data.get("dateModified", ""))
+
+
+class ZoteroWebLibrary:
+    """A Zotero Web API (or local API) library with an incremental local cache. Read/write."""
+
+    writable = True
+
+    def __init__(self, library_id: int | str, library_type: str = "user", api_key: str | None = None,
+                 cache_path: Path | None = None, local: bool = False, base_url: str | None = None,
+                 server_id: str | None = None, *, page_size: int = 100, max_write_attempts: int = 4) -> None:
+        if library_type not in ("user", "group"):
+            raise LibraryError(f"library_type must be 'user' or 'group', not {library_type!r}.",
+                               "Set library.library_type in zocrates_config.json.")
+        self.library_id, self.library_type, self.local = str(library_id), library_type, local
+        self.base_url = (base_url or (LOCAL_API if local else WEB_API)).rstrip("/")
+        self.page_size, self.max_write_attempts = page_size, max_write_attempts
+        self._api_key = api_key
+        # Zotero 10's local API takes its own key (Zotero-API-Key) for writes, never a Bearer token
+        self._zot = Zotero(library_id, library_type, api_key=None if local else api_key,
+                          local=local, server_id=server_id, local_api_key=api_key if local else None)
+        self._zot.endpoint = self.base_url          # pyzotero builds every URL from this attribute
+        self._lock = threading.RLock()
+        self._backoff_until = 0.0
+        self._last_sync_error: str | None = None
+        self.cache_path = Path(cache_path) if cache_path else None
+        if self.cache_path:
+            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(self.cache_path) if self.cache_path else ":memory:",
+                                   check_same_thread=False, isolation_level=None, timeout=30.0)
+        self._db.execute("PRAGMA busy_timeout = 30000")
+        if self.cache_path:
+            self._db.execute("PRAGMA journal_mode = WAL")
+        with self._txn() as db:
+            for statement in _SCHEMA:
+                db.execute(statement)
+            identity = f"{self.library_type}s/{self.library_id}@{self.base_url}"
+            row = db.execute("SELECT value FROM meta WHERE key = 'library'").fetchone()
+            if row and row[0] != identity:          # another library: start the cache afresh
+                for table in ("items", "collections", "meta"):
+                    db.execute(f"DELETE FROM {table}")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('library', ?)", (identity,))
+
+    # -- plumbing -------------------------------------------------------
+    @contextmanager
+    def _txn(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    @contextmanager
+    def _api_errors(self, doing: str) -> Iterator[None]:
+        """Turn pyzotero/transport failures into LibraryErrors with a hint (and no API key)."""
+        try:
+            yield
+        except (LibraryError, NotFoundError):
+            raise
+        except ze.ResourceNotFoundError as exc:
+            raise NotFoundError(f"Zotero says not found while {doing}.",
+                                "Sync the library; the item may have been deleted.") from exc
+        except (ze.UserNotAuthorisedError, ze.MissingCredentialsError) as exc:
+            raise LibraryError(f"Zotero refused access while {doing}: {self._redact(str(exc))[:300]}",
+                               "Check the API key (it needs library and notes access, and write access to "
+                               "save) — for the local API, approve zocrates_nb in Zotero.") from exc
+        except ze.PyZoteroError as exc:
+            raise LibraryError(f"Zotero API error while {doing}: {self._redact(str(exc))[:500]}",
+                               "Retry later; if it persists, check the library settings.") from exc
+        except httpx2.HTTPError as exc:
+            raise LibraryError(f"Could not reach Zotero at {self.base_url} while {doing}: "
+                               f"{self._redact(str(exc))[:300]}",
+                               "Check the network, or for the local API that Zotero is running with "
+                               "'Allow other applications to communicate with Zotero' enabled.") from exc
+
+    def _cached_version(self) -> int | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+        return int(row[0]) if row else None
+
+    # -- sync -----------------------------------------------------------
+    def _fetch_all(self, first_page: Callable[[], list]) -> tuple[list, int]:
+        """One listing, following ``Link: rel=next``; the version is the first page's."""
+        zot = self._zot
+        objects = list(first_page())
+        version = int(zot.request.headers.get("Last-Modified-Version", 0))
+        while zot.links and zot.links.get("next"):
+            objects.extend(zot.follow())
+        return objects, version
+
+    def sync(self) -> dict:
+        """Fetch what changed since the cached library version; returns counts and the new version."""
+        with self._lock, self._api_errors("syncing"):
+            since = self._cached_version() or 0
+            zot = self._zot
+            items, version = self._fetch_all(lambda: zot.items(since=since, includeTrashed=1,
+                                                               limit=self.page_size))
+            collections, _ = self._fetch_all(lambda: zot.collections(since=since, limit=self.page_size))
+            deleted = zot.deleted(since=since) if since else {}
+            with self._txn() as db:
+                for obj in items:
+                    data = obj["data"]
+                    db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
+                               (obj["key"], int(obj.get("version", 0)), data.get("itemType", ""),
+                                data.get("parentItem") or None, 1 if data.get("deleted") else 0,
+                                json.dumps(obj, ensure_ascii=False)))
+                for obj in collections:
+                    data = obj["data"]
+                    db.execute("INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?, ?)",
+                               (obj["key"], int(obj.get("version", 0)), data.get("name", ""),
+                                data.get("parentCollection") or None, 1 if data.get("deleted") else 0))
+                gone_items, gone_colls = deleted.get("items") or [], deleted.get("collections") or []
+                db.executemany("DELETE FROM items WHERE key = ?", [(k,) for k in gone_items])
+                db.executemany("DELETE FROM collections WHERE key = ?", [(k,) for k in gone_colls])
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(max(version, since)),))
+            self._last_sync_error = None
+            return {"items": len(items), "collections": len(collections),
+                    "deleted": len(gone_items) + len(gone_colls), "since": since, "version": max(version, since)}
+
+    # -- protocol reads -------------------------------------------------
+    def describe(self) -> str:
+        where = "Zotero local API" if self.local else "Zotero Web API"
+        return f"{where} {self.library_type}s/{self.library_id} ({self.base_url})"
+
+    def snapshot(self) -> LibrarySnapshot:
+        """Sync, then read the cache. Offline with a cache: the cached library plus a failure entry."""
+        failures: tuple = ()
+        try:
+            self.sync()
+        except LibraryError as exc:
+            if self._cached_version() is None:
+                raise
+            self._last_sync_error = exc.message
+            failures = (("sync", f"using the cached library: {exc.message}"),)
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                notes = tuple(note_from_object(json.loads(r[0])) for r in
+                              self._db.execute(_VISIBLE_NOTES + " ORDER BY i.key"))
+                placeholders = ", ".join("?" * len(_SKIP_TYPES))
+                papers = tuple(paper_from_object(json.loads(r[0])) for r in self._db.execute(
+                    f"SELECT obj FROM items WHERE deleted = 0 AND item_type NOT IN ({placeholders}) "
+                    "ORDER BY key", _SKIP_TYPES))
+                collections = tuple(Collection(k, n, p) for k, n, p in self._db.execute(
+                    "SELECT key, name, parent_key FROM collections WHERE deleted = 0 ORDER BY name"))
+                version = self._cached_version()
+            finally:
+                self._db.execute("COMMIT")
+        return LibrarySnapshot(papers=papers, notes=notes, collections=collections, version=version,
+                               failures=failures)
+
+    def get_note(self, key: str) -> Note | None:
+        with self._lock:
+            row = self._db.execute(_VISIBLE_NOTES + " AND i.key = ?", (key,)).fetchone()
+        return note_from_object(json.loads(row[0])) if row else None
+
+    def get_paper(self, key: str) -> Paper | None:
+        with self._lock:
+            row = self._db.execute("SELECT obj, item_type FROM items WHERE key = ? AND deleted = 0",
+                                   (key,)).fetchone()
+        return paper_from_object(json.loads(row[0])) if row and row[1] not in _SKIP_TYPES else None
+
+    def _store(self, obj: dict) -> None:
+        data = obj["data"]
+        with self._txn() as db:
+            db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
+                       (obj["key"], int(obj.get("version", 0)), data.get("itemType", ""),
+                        data.get("parentItem") or None, 1 if data.get("deleted") else 0,
+                        json.dumps(obj, ensure_ascii=False)))
+
+    # -- writes ---------------------------------------------------------
+    def _send_write(self, doing: str, send: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
+        """Send a write, honouring Backoff/Retry-After and re-sending refused (429/503) writes.
+
+        pyzotero's ``create_items`` does not retry a 429 (it records the delay and then fails
+        to parse the body); ``update_item`` retries a few times itself and then raises
+        ``TooManyRetriesError``. Both end up here, bounded by ``max_write_attempts``.
+        """
+        for attempt in range(self.max_write_attempts):
+            wait = self._backoff_until - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            try:
+                response, body = send()
+            except ze.TooManyRetriesError:
+                server_wait = self._zot.backoff_until - time.time()
+                self._backoff_until = time.monotonic() + (server_wait if server_wait > 0 else 2.0 ** attempt)
+                continue
+            headers = response.headers if response is not None else {}
+            delay = headers.get("Retry-After") or headers.get("Backoff")
+            try:
+                delay_s = float(delay) if delay else None
+            except ValueError:
+                delay_s = None
+            if response is not None and response.status_code in _RETRY_STATUSES:
+                self._backoff_until = time.monotonic() + (delay_s if delay_s is not None else 2.0 ** attempt)
+                continue
+            if delay_s:
+                self._backoff_until = time.monotonic() + delay_s
+            return response, body
+        raise LibraryError(f"Zotero kept refusing the write ({doing}) after {self.max_write_attempts} attempts "
+                           "(rate limited).", "Wait a few minutes and save again; nothing was written.")
+
+    def create_note(self, html: str, *, parent_key: str | None = None,
+                    collection_keys: Sequence[str] = ()) -> Note:
+        """Create a note as HTML: a child of ``parent_key`` xor standalone in ``collection_keys``."""
+        _check_html(html)
+        collection_keys = list(collection_keys or ())
+        if parent_key and collection_keys:
+            raise LibraryError("A note can be a child of a paper or filed in collections, not both.",
+                               "Pass either parent_key or collection_keys (Zotero rejects child notes "
+                               "with collections).")
+        zot = self._zot
+        with self._lock, self._api_errors("creating a note"):
+            template = dict(_NOTE_TEMPLATE) if self.local else zot.item_template("note")
+            payload = {**template, "note": html, "collections": collection_keys}
+
+            def send():
+                zot.request = None
+                try:
+                    body = zot.create_items([payload], parentid=parent_key)
+                except (ValueError, ze.PyZoteroError):
+                    # a 429/503 body is not the JSON create_items expects; anything else is real
+                    if zot.request is not None and zot.request.status_code in _RETRY_STATUSES:
+                        return zot.request, None
+                    raise
+                return zot.request, body
+
+            _, body = self._send_write("creating a note", send)
+            failed = (body or {}).get("failed") or {}
+            if failed:
+                entry = next(iter(failed.values()))
+                message, code = entry.get("message", "unknown error"), entry.get("code")
+                cls = NotFoundError if "doesn't exist" in message or code == 404 else LibraryError
+                raise cls(f"Zotero refused the note (HTTP {code}): {message}",
+                          "Check the parent paper / collection keys (sync first) and try again.")
+            obj = (body.get("successful") or {}).get("0")
+            if obj is None:
+                obj = zot.item((body.get("success") or {})["0"])
+            self._store(obj)
+            return note_from_object(obj)
+
+    def update_note(self, key: str, html: str) -> Note:
+        """Replace a note's HTML, based on the cached version; a 412 conflict is reported, never overwritten."""
+        _check_html(html)
+        zot = self._zot
+        with self._lock, self._api_errors(f"updating note {key}"):
+            row = self._db.execute("SELECT version, item_type FROM items WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                obj = zot.item(key)
+                self._store(obj)
+                row = (obj["version"], obj["data"].get("itemType"))
+            if row[1] != "note":
+                raise NotFoundError(f"{key} is not a note in this library.", "Pass a note key.")
+            version = row[0]
+
+            def send():
+                try:
+                    zot.update_item({"key": key, "version": version, "note": html})
+                except ze.ServerIDMismatchError:
+                    raise
+                except ze.PreConditionFailedError:
+                    return None, 412
+                except ze.ServerIDRequiredError:
+                    raise
+                except ze.PreConditionRequiredError:
+                    return None, 428
+                return zot.request, 204
+
+            for _ in range(2):       # a second round only after a 428 (version missing) re-read
+                _, status = self._send_write(f"updating note {key}", send)
+                if status == 204:
+                    obj = zot.item(key)
+                    self._store(obj)
+                    return note_from_object(obj)
+                if status == 412:
+                    fresh = zot.item(key)
+                    self._store(fresh)
+                    raise NoteConflictError(
+                        f"Note {key} was changed in Zotero since it was read (we had version {version}, "
+                        f"Zotero has {fresh['version']}); your edit was not saved over it.",
+                        "Sync, look at the current note, and save your change again.")
+                version = zot.item(key)["version"]          # 428: the server wants a version
+            raise LibraryError(f"Zotero kept asking for the version of note {key} (HTTP 428).",
+                               "Sync and try again.")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+            client = getattr(self._zot, "client", None)
+            if client is not None:
+                client.close()
+
+    def __repr__(self) -> str:
+        return f"<ZoteroWebLibrary {self.library_type}s/{self.library_id} via {self.base_url}>"
+
+
+def _check_html(html: str) -> None:
+    if not isinstance(html, str):
+        raise LibraryError(f"Note HTML must be a string, not {type(html).__name__}.",
+                           "Render the note with convert.note_html.render_note_html first.")
+    if not html.strip():
+        raise LibraryError("Refusing to save an empty note.", "Write some text into the note first.")

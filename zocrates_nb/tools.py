@@ -1,0 +1,300 @@
+"""The three agent tools — search_corpus, read_document, get_document_toc — and their evidence text.
+
+The evidence text is a contract the agents (and their prompts) read:
+
+- a note under ``INLINE_WORDS`` words is *inlined* as a multiline blockquote
+  (``> `` on every line, plain text), so the agent needs no ``read_document`` call;
+- a longer note is *referenced*: title, extractive abstract and
+  ``call read_document("KEY")``;
+- provenance headers carry both keys where there are two: ``[Note Key: K, Parent
+  Paper Key: P]`` for child notes, ``[Note Key: K]`` for standalone notes,
+  ``[Paper Key: P]`` for paper chunks (with title, first author, year and text).
+
+Untrusted text (notes, papers) can never forge a header: inlined lines are all
+prefixed with ``> `` and other passages are folded onto one line. In notebooks the
+results render as an HTML table in which every string is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+from zocrates_nb.errors import QueryError, ZocratesError
+from zocrates_nb.index.hybrid import SearchHit, prepare_query
+
+__all__ = ["LibraryTools", "SearchResults", "TOOL_SPECS", "INLINE_WORDS", "format_hit", "format_evidence",
+           "markdown_to_plain"]
+
+INLINE_WORDS = 50
+_EXCERPT_WORDS = 80
+_MAX_K = 50
+
+
+# ---------------------------------------------------------------------------- evidence text (pure)
+
+def markdown_to_plain(markdown: str) -> str:
+    """Strip Markdown syntax so an inlined note reads as plain text (line breaks kept)."""
+    lines = []
+    for line in (markdown or "").splitlines():
+        line = re.sub(r"^\s{0,3}#{1,6}\s+", "", line)          # headings
+        line = re.sub(r"^\s*>\s?", "", line)                   # the note's own quotes
+        line = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", line)  # images → alt text
+        line = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", line)   # links → link text
+        line = re.sub(r"(\*\*|__|`)", "", line)                # bold, code ticks
+        line = line.rstrip()
+        if line.strip():
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _one_line(text: str, max_words: int | None = None) -> str:
+    words = markdown_to_plain(text).split()
+    if max_words is not None and len(words) > max_words:
+        return " ".join(words[:max_words]) + " …"
+    return " ".join(words)
+
+
+def _word_count(hit: SearchHit) -> int:
+    return hit.word_count if hit.word_count is not None else len(hit.text.split())
+
+
+def note_header(hit: SearchHit) -> str:
+    if hit.parent_key:
+        return f"[Note Key: {hit.key}, Parent Paper Key: {hit.parent_key}]"
+    return f"[Note Key: {hit.key}]"
+
+
+def is_inlined(hit: SearchHit) -> bool:
+    return hit.kind == "note" and _word_count(hit) < INLINE_WORDS
+
+
+def format_hit(hit: SearchHit) -> str:
+    """The evidence block for one hit (see the module docstring for the three shapes)."""
+    if hit.kind == "note":
+        lines = [note_header(hit)]
+        if hit.parent_key and hit.parent_title:
+            lines.append(f"Parent paper: {_one_line(hit.parent_title)}")
+        if is_inlined(hit):
+            lines.extend(f"> {line}" for line in markdown_to_plain(hit.text).splitlines())
+            return "\n".join(lines)
+        lines.append(f"Title: {_one_line(hit.title) or '(untitled)'}")
+        abstract = hit.abstract or hit.text
+        lines.append(f"Abstract: {_one_line(abstract, _EXCERPT_WORDS)}")
+        if hit.section or hit.chunk_id.rsplit(":", 1)[-1] != "0":
+            where = f' (section "{_one_line(hit.section)}")' if hit.section else ""
+            lines.append(f"Matching passage{where}: {_one_line(hit.text, _EXCERPT_WORDS)}")
+        lines.append(f'Full note ({_word_count(hit)} words): call read_document("{hit.key}")')
+        return "\n".join(lines)
+    lines = [f"[Paper Key: {hit.key}]", f"Title: {_one_line(hit.title) or '(untitled)'}",
+             f"First author: {hit.first_author or 'unknown'}; Year: {hit.year or 'n.d.'}"]
+    if hit.section:
+        lines.append(f"Section: {_one_line(hit.section)}")
+    lines.append(f"Text: {_one_line(hit.text)}")
+    return "\n".join(lines)
+
+
+def format_evidence(query: str, hits: list[SearchHit], notices: list[str] = ()) -> str:
+    """The whole tool result an agent reads: notices, a one-line summary, then one block per hit."""
+    head = [f"Notice: {n}" for n in notices]
+    if not hits:
+        head.append(f'No results for "{_one_line(query, 30)}". Try other words or fewer filters.')
+        return "\n".join(head)
+    head.append(f'{len(hits)} result{"s" if len(hits) != 1 else ""} for "{_one_line(query, 30)}":')
+    return "\n".join(head) + "\n\n" + "\n\n".join(format_hit(h) for h in hits)
+
+
+# ---------------------------------------------------------------------------- results object
+
+@dataclass
+class SearchResults:
+    """What ``search_corpus`` returns: structured hits, the agents' evidence text, and an HTML view."""
+
+    query: str
+    hits: list[SearchHit]
+    evidence_text: str
+    notice: str | None = None
+    mode: str = "hybrid"
+    filters: dict = field(default_factory=dict)
+    latency_ms: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __iter__(self) -> Iterator[SearchHit]:
+        return iter(self.hits)
+
+    def __getitem__(self, i: int) -> SearchHit:
+        return self.hits[i]
+
+    def keys(self) -> list[str]:
+        return [h.key for h in self.hits]
+
+    def to_dict(self) -> dict:
+        """JSON-ready (the CLI's ``search --json``): keys, kind, ranks, evidence text."""
+        return {"query": self.query, "mode": self.mode, "filters": self.filters, "notice": self.notice,
+                "latency_ms": self.latency_ms, "evidence_text": self.evidence_text,
+                "hits": [{"key": h.key, "kind": h.kind, "parent_key": h.parent_key, "title": h.title,
+                          "chunk_id": h.chunk_id, "score": h.score, "ranks": dict(h.ranks),
+                          "inlined": is_inlined(h), "citation": h.citation} for h in self.hits]}
+
+    def __repr__(self) -> str:
+        return f"<SearchResults {self.query!r}: {len(self.hits)} hits, {self.mode}>"
+
+    def __str__(self) -> str:
+        return self.evidence_text
+
+    def _repr_html_(self) -> str:
+        return render_results_html(self)
+
+
+def _rank(value: int | None) -> str:
+    return "–" if value is None else f"#{value}"
+
+
+def render_results_html(results: SearchResults) -> str:
+    """A compact table: provenance, title/citation, inlined note or excerpt, ranks, score.
+
+    Every string from a note or paper goes through ``html.escape``; nothing from the
+    corpus is ever emitted as markup.
+    """
+    esc = html.escape
+    parts = ['<div class="zocrates-search" style="font-size:0.9em">',
+             f"<p><b>{len(results.hits)}</b> results for <q>{esc(results.query[:200])}</q> "
+             f"<span style=\"color:#666\">({esc(results.mode)}, {results.latency_ms:.0f} ms)</span></p>"]
+    if results.notice:
+        parts.append(f'<p style="color:#8a5a00">{esc(results.notice)}</p>')
+    parts.append('<table style="border-collapse:collapse;text-align:left">'
+                 "<thead><tr><th>#</th><th>Source</th><th>Title</th><th>Evidence</th>"
+                 "<th>Lexical</th><th>Dense</th><th>Score</th></tr></thead><tbody>")
+    for i, hit in enumerate(results.hits, start=1):
+        if hit.kind == "note":
+            source = f"note <code>{esc(hit.key)}</code>"
+            if hit.parent_key:
+                source += f"<br><small>on paper <code>{esc(hit.parent_key)}</code></small>"
+        else:
+            source = f"paper <code>{esc(hit.key)}</code>"
+        title = esc(hit.title or "(untitled)")
+        if hit.citation:
+            title += f"<br><small>{esc(hit.citation)}</small>"
+        if is_inlined(hit):
+            body = "<br>".join(esc(line) for line in markdown_to_plain(hit.text).splitlines())
+            evidence = f'<blockquote style="margin:0;border-left:3px solid #ccc;padding-left:6px">{body}</blockquote>'
+        elif hit.kind == "note":
+            evidence = (f"{esc(_one_line(hit.abstract or hit.text, 40))}<br>"
+                        f"<small>→ read_document(&quot;{esc(hit.key)}&quot;), {_word_count(hit)} words</small>")
+        else:
+            section = f"<small>§ {esc(hit.section)}</small><br>" if hit.section else ""
+            evidence = section + esc(_one_line(hit.text, 40))
+        parts.append(f'<tr style="border-top:1px solid #ddd;vertical-align:top"><td>{i}</td><td>{source}</td>'
+                     f"<td>{title}</td><td>{evidence}</td><td>{_rank(hit.ranks.get('lexical'))}</td>"
+                     f"<td>{_rank(hit.ranks.get('dense'))}</td><td>{hit.score:.4f}</td></tr>")
+    parts.append("</tbody></table></div>")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------- the tools
+
+class LibraryTools:
+    """The agent-facing tools over one corpus and index; every search emits a ``search`` event."""
+
+    def __init__(self, corpus: Any, index: Any, events: Any = None, *, mode: str = "hybrid") -> None:
+        self.corpus = corpus
+        self.index = index
+        self.events = events
+        self.mode = mode
+
+    def search_corpus(self, query: str, k: int = 10, filters: Mapping[str, Any] | None = None,
+                      mode: str | None = None) -> SearchResults:
+        """Hybrid search over notes and papers; one result per document, best passage first."""
+        started = time.perf_counter()
+        mode = mode or self.mode
+        text, _ = prepare_query(query)           # raises QueryError on empty input
+        try:
+            k = max(1, min(int(k), _MAX_K))
+        except (TypeError, ValueError):
+            raise QueryError(f"k must be a whole number, got {k!r}.", hint="For example k=10.") from None
+        hits, notices = self.index.search_with_notices(query, k=k, filters=filters, mode=mode)
+        latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        results = SearchResults(query=text, hits=hits, evidence_text=format_evidence(text, hits, notices),
+                                notice=" ".join(notices) or None, mode=mode, filters=dict(filters or {}),
+                                latency_ms=latency_ms)
+        if self.events is not None:
+            self.events.emit("search", query=text, k=k, mode=mode, filters=dict(filters or {}),
+                             latency_ms=latency_ms,
+                             results=[{"key": h.key, "kind": h.kind, "lexical_rank": h.ranks.get("lexical"),
+                                       "dense_rank": h.ranks.get("dense"), "score": h.score} for h in hits])
+        return results
+
+    def read_document(self, key: str, section: str | None = None) -> str:
+        """The document's Markdown (or one section of it); the corpus records the ``read`` event."""
+        return self.corpus.read_document(key, section=section)
+
+    def get_document_toc(self, key: str) -> list[dict]:
+        return self.corpus.get_document_toc(key)
+
+    def call_tool(self, name: str, arguments: str | Mapping[str, Any] | None) -> str:
+        """Run a tool call from an LLM and return the text it reads back.
+
+        Errors the model can act on (unknown key, empty query, bad filter) come back as
+        text with the hint, so the agent can correct itself instead of the turn failing.
+        """
+        try:
+            args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
+        except json.JSONDecodeError as exc:
+            return f"Error: the arguments were not valid JSON ({exc.msg})."
+        try:
+            if name == "search_corpus":
+                return self.search_corpus(args.get("query", ""), k=args.get("k", 10),
+                                          filters=args.get("filters")).evidence_text
+            if name == "read_document":
+                return self.read_document(str(args.get("key", "")), section=args.get("section"))
+            if name == "get_document_toc":
+                return json.dumps(self.get_document_toc(str(args.get("key", ""))), ensure_ascii=False, indent=1)
+        except ZocratesError as exc:
+            return f"Error: {exc.message}" + (f"\nHint: {exc.hint}" if exc.hint else "")
+        return f"Error: unknown tool {name!r}; use search_corpus, read_document or get_document_toc."
+
+
+TOOL_SPECS: list[dict] = [
+    {"type": "function", "function": {
+        "name": "search_corpus",
+        "description": (
+            "Search the user's library: their own notes and their papers. Returns up to k results, one per "
+            "document. Short notes (under 50 words) are quoted in full as '> ' lines. Longer notes show a "
+            "title and abstract; call read_document with their key for the full text. Paper results show "
+            "title, first author, year and the matching passage. Headers give the keys to cite: "
+            "[Note Key: K], [Note Key: K, Parent Paper Key: P] or [Paper Key: P]. Search several times "
+            "with different wording if the first results miss."),
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "Natural-language description of what to find."},
+            "k": {"type": "integer", "minimum": 1, "maximum": _MAX_K, "default": 10,
+                  "description": "How many documents to return."},
+            "filters": {"type": "object", "additionalProperties": False, "description": "Optional filters.",
+                        "properties": {
+                            "item_type": {"type": "string", "description": "'note', 'paper', or a Zotero item "
+                                                                           "type such as 'journalArticle'."},
+                            "collection": {"type": "string", "description": "Collection key or name."},
+                            "parent_key": {"type": "string",
+                                           "description": "Only notes attached to this paper key."}}}},
+            "required": ["query"], "additionalProperties": False}}},
+    {"type": "function", "function": {
+        "name": "read_document",
+        "description": ("Read a note or paper in full as Markdown, by the key shown in search results. "
+                        "Pass a section id from get_document_toc to read one section of a long document."),
+        "parameters": {"type": "object", "properties": {
+            "key": {"type": "string", "description": "The 8-character document key, e.g. 'ABCD2345'."},
+            "section": {"type": "string", "description": "Optional section id from get_document_toc."}},
+            "required": ["key"], "additionalProperties": False}}},
+    {"type": "function", "function": {
+        "name": "get_document_toc",
+        "description": ("List the headings of a long note or paper (id, level, title, line range) so you "
+                        "can read only the section you need with read_document."),
+        "parameters": {"type": "object", "properties": {
+            "key": {"type": "string", "description": "The 8-character document key."}},
+            "required": ["key"], "additionalProperties": False}}},
+]

@@ -1,0 +1,319 @@
+"""ChatPanel: ask the library questions in a notebook cell, and save answers back as Zotero notes.
+
+Built from stock ipywidgets so it renders anywhere widgets do; the one custom piece is the input
+line with its Send button (an anywidget): ipywidgets' ``Text.on_submit`` is deprecated, a blur must
+not send, and a Send click must carry the text as typed (ipywidgets may still be holding back the
+last keystrokes' state updates when a plain Button's click message goes out).
+Everything a button does is a public method (``send``, ``save_answer``, ``save_session``), so the
+panel can be driven from code and tested without a browser. Errors are shown in the panel itself,
+where the researcher is looking, and re-raised to code callers.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field as dc_field
+from pathlib import Path
+from typing import Any, Callable
+
+import anywidget
+import ipywidgets as widgets
+import traitlets
+
+from ..errors import ZocratesError
+from . import render
+
+_STATIC = Path(__file__).parent / "static"
+#: Re-render a streaming bubble at most this often (seconds); the final text is always rendered.
+STREAM_RENDER_INTERVAL = 0.05
+NO_COLLECTION = "Unfiled (My Library)"
+NO_PARENT = "— no parent paper (standalone note) —"
+
+
+class ChatInput(anywidget.AnyWidget):
+    """Input + Send: Enter or Send posts ``{"event": "submit", "value": text}`` (and carries the panel's CSS)."""
+
+    _esm = _STATIC / "chat.js"
+    _css = _STATIC / "chat.css"
+    value = traitlets.Unicode("").tag(sync=True)
+    placeholder = traitlets.Unicode("Ask your library…").tag(sync=True)
+    disabled = traitlets.Bool(False).tag(sync=True)
+
+
+@dataclass
+class ChatMessage:
+    """One bubble: ``role`` is "user" or "assistant"; assistant messages carry their ``Answer``."""
+
+    role: str
+    text: str
+    answer: Any = None
+    saved: Any = None
+    widget: Any = dc_field(default=None, repr=False)   # the bubble (HTML widget or _AssistantBubble)
+
+
+class ChatPanel:
+    """A chat over your library with Save as Note.
+
+    ``ChatPanel()`` uses the default workbench (``zocrates_nb.open_workbench()``, ``ZOCRATES_HOME``
+    honoured); ``ChatPanel(wb)`` uses yours. Display it as the last expression of a cell.
+    """
+
+    def __init__(self, workbench: Any = None) -> None:
+        if workbench is None:
+            from ..workbench import open_workbench
+
+            workbench = open_workbench()
+        self.workbench = workbench
+        self.session = workbench.new_session()
+        self.messages: list[ChatMessage] = []
+        self._build()
+
+    # ------------------------------------------------------------------ layout
+    def _build(self) -> None:
+        self.log = widgets.VBox([], layout=widgets.Layout(width="100%"))
+        self.log.add_class("zc-chat-log")
+        self.error = widgets.HTML("")
+        self.error.add_class("zc-chat-error")
+        self.status = widgets.HTML("")
+        self.status.add_class("zc-chat-status")
+
+        self.input = ChatInput(layout=widgets.Layout(width="100%"))
+        self.input.add_class("zc-chat-input")
+        self.input.on_msg(self._on_input_msg)
+
+        self.collection_picker = widgets.Dropdown(description="Collection:", options=[(NO_COLLECTION, None)],
+                                                  style={"description_width": "initial"})
+        self.collection_picker.add_class("zc-save-collection")
+        self.parent_picker = widgets.Dropdown(description="or child of:", options=[(NO_PARENT, None)],
+                                              style={"description_width": "initial"})
+        self.parent_picker.add_class("zc-save-parent")
+        self._fill_pickers()
+        self.collection_picker.observe(self._picked_collection, names="value")
+        self.parent_picker.observe(self._picked_parent, names="value")
+        self.save_session_button = widgets.Button(description="Save session as Note", icon="save",
+                                                  tooltip="Save the whole conversation as one note")
+        self.save_session_button.add_class("zc-save-session")
+        self.save_session_button.on_click(lambda _b: self._guarded(self.save_session))
+
+        header = widgets.HTML(self._header_html())
+        header.add_class("zc-chat-header")
+        save_row = widgets.HBox([self.collection_picker, self.parent_picker, self.save_session_button],
+                                layout=widgets.Layout(flex_flow="row wrap"))
+        save_row.add_class("zc-chat-save-row")
+        self.root = widgets.VBox([header, self.log, self.error, self.input, save_row, self.status],
+                                 layout=widgets.Layout(width="100%"))
+        self.root.add_class("zc-chat")
+
+    def _header_html(self) -> str:
+        try:
+            source = self.workbench.source.describe()
+        except Exception as exc:  # a header must not stop the panel from opening
+            source = f"library unavailable ({type(exc).__name__})"
+        mode = "language model configured" if self._llm_configured() else "evidence-only mode (no LLM configured)"
+        return (f'<div class="zc-chat-title"><strong>Zocrates</strong> '
+                f'<span class="zc-muted">· {render.escape(source)} · {render.escape(mode)}</span></div>')
+
+    def _llm_configured(self) -> bool:
+        try:
+            return bool(self.workbench.config.llm().configured)
+        except Exception:
+            return False
+
+    def _fill_pickers(self) -> None:
+        """Fill the destination dropdowns from the library (collections, papers)."""
+        self._collection_names = {c.key: c.name for c in self.workbench.collections()}
+        self._paper_titles = {p.key: p.title for p in self.workbench.papers()}
+        papers = {p.key: p for p in self.workbench.papers()}
+        self.collection_picker.options = [(NO_COLLECTION, None)] + [
+            (name, key) for key, name in self._collection_names.items()]
+        self.parent_picker.options = [(NO_PARENT, None)] + [
+            (_paper_label(p), key) for key, p in papers.items()]
+
+    def _picked_collection(self, change: dict) -> None:
+        if change["new"] is not None and self.parent_picker.value is not None:
+            self.parent_picker.value = None        # a note is standalone xor a child
+
+    def _picked_parent(self, change: dict) -> None:
+        if change["new"] is not None and self.collection_picker.value is not None:
+            self.collection_picker.value = None
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.root._repr_mimebundle_(**kwargs)
+
+    # ------------------------------------------------------------------ errors
+    def _show_error(self, exc: BaseException) -> None:
+        if isinstance(exc, ZocratesError):
+            hint = f'<br><span class="zc-hint">→ {render.escape(exc.hint)}</span>' if exc.hint else ""
+            text = f"{render.escape(exc.message)}{hint}"
+        else:
+            text = f"Unexpected error: {render.escape(type(exc).__name__)}: {render.escape(exc)}"
+        self.error.value = f'<div class="zc-error-line" role="alert">⚠ {text}</div>'
+
+    def _clear_error(self) -> None:
+        self.error.value = ""
+
+    def _guarded(self, action: Callable[[], Any]) -> Any:
+        """Run a button action; its error is already shown in the panel, so do not raise into the void."""
+        try:
+            return action()
+        except Exception:
+            return None
+
+    # ------------------------------------------------------------------ asking
+    def _on_input_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
+        if content.get("event") == "submit":
+            if "value" in content:
+                self.input.value = str(content["value"])
+            self.submit()
+
+    def _send_from_input(self) -> Any:
+        return self.send(self.input.value)
+
+    def submit(self) -> Any:
+        """What Enter / Send do: send the text in the input line (errors shown in the panel)."""
+        return self._guarded(self._send_from_input)
+
+    def send(self, text: str) -> Any:
+        """Ask ``text``; adds a user bubble and a streamed assistant bubble. Returns the Answer."""
+        self._clear_error()
+        question = (text or "").strip()
+        if not question:
+            exc = ZocratesError("There is no question to send.", "Type a question, then press Enter or Send.")
+            self._show_error(exc)
+            raise exc
+        self.input.value = ""
+        self._add_user(question)
+        bubble = _AssistantBubble(self)
+        self.input.disabled = True
+        try:
+            answer = self.workbench.ask(question, session=self.session, on_token=bubble.on_token)
+        except Exception as exc:
+            bubble.failed(exc)
+            self._show_error(exc)
+            raise
+        finally:
+            self.input.disabled = False
+        message = ChatMessage("assistant", getattr(answer, "text", ""), answer=answer, widget=bubble)
+        bubble.finish(answer)
+        self.messages.append(message)
+        return answer
+
+    def _add_user(self, question: str) -> None:
+        bubble = widgets.HTML(f'<div class="zc-bubble-text">{render.escape(question)}</div>')
+        bubble.add_class("zc-bubble")
+        bubble.add_class("zc-bubble-user")
+        self.messages.append(ChatMessage("user", question, widget=bubble))
+        self.log.children = (*self.log.children, bubble)
+
+    # ------------------------------------------------------------------ saving
+    @property
+    def answers(self) -> list[ChatMessage]:
+        """The assistant messages, in order (what ``save_answer(index)`` indexes)."""
+        return [m for m in self.messages if m.role == "assistant"]
+
+    def _destination(self, collection_key: str | None, parent_key: str | None) -> tuple[str | None, str | None]:
+        if collection_key is None and parent_key is None:
+            return self.collection_picker.value, self.parent_picker.value
+        return collection_key, parent_key
+
+    def save_answer(self, index: int = -1, collection_key: str | None = None,
+                    parent_key: str | None = None, title: str | None = None) -> Any:
+        """Save one answer as a note (default: the last; destination: the dropdowns). Returns SavedNote."""
+        self._clear_error()
+        try:
+            answers = self.answers
+            if not answers:
+                raise ZocratesError("There is no answer to save yet.", "Ask a question first.")
+            try:
+                message = answers[index]
+            except IndexError:
+                raise ZocratesError(f"There is no answer number {index}; this chat has {len(answers)}.",
+                                    "Use an index between 0 and the number of answers − 1 (or −1 for the last).") from None
+            collection_key, parent_key = self._destination(collection_key, parent_key)
+            saved = self.workbench.save_answer(message.answer, collection_key=collection_key,
+                                               parent_key=parent_key, title=title)
+        except Exception as exc:
+            self._show_error(exc)
+            raise
+        message.saved = saved
+        self._confirm(saved, bubble=message.widget)
+        return saved
+
+    def save_session(self, collection_key: str | None = None, parent_key: str | None = None,
+                     title: str | None = None) -> Any:
+        """Save the whole conversation as one note (destination: arguments, else the dropdowns)."""
+        self._clear_error()
+        try:
+            collection_key, parent_key = self._destination(collection_key, parent_key)
+            saved = self.workbench.save_session(self.session, collection_key=collection_key,
+                                                parent_key=parent_key, title=title)
+        except Exception as exc:
+            self._show_error(exc)
+            raise
+        self._confirm(saved)
+        return saved
+
+    def _confirm(self, saved: Any, bubble: Any = None) -> None:
+        text = render.saved_message(
+            saved.title,
+            collection=self._collection_names.get(saved.collection_key) if saved.collection_key else None,
+            parent=self._paper_titles.get(saved.parent_key, saved.parent_key) if saved.parent_key else None)
+        html = f'<span class="zc-saved">✓ {render.escape(text)}</span>'
+        self.status.value = html
+        if isinstance(bubble, _AssistantBubble):
+            bubble.saved_line.value = html
+
+    def refresh(self) -> None:
+        """Re-read collections and papers into the dropdowns (after the library changed)."""
+        self._fill_pickers()
+
+
+class _AssistantBubble:
+    """One assistant bubble: streamed body, expandable sources, and its own Save as Note button."""
+
+    def __init__(self, panel: ChatPanel) -> None:
+        self.panel = panel
+        self.buffer: list[str] = []
+        self._last_render = 0.0
+        self.body = widgets.HTMLMath('<span class="zc-muted">Searching your library…</span>')
+        self.body.add_class("zc-answer-body")
+        self.sources = widgets.HTML("")
+        self.sources.add_class("zc-sources-box")
+        self.save_button = widgets.Button(description="Save as Note", icon="bookmark", disabled=True,
+                                          tooltip="Save this answer as a Zotero note (destination below)")
+        self.save_button.add_class("zc-save-note")
+        self.saved_line = widgets.HTML("")
+        self.saved_line.add_class("zc-saved-line")
+        actions = widgets.HBox([self.save_button, self.saved_line])
+        actions.add_class("zc-answer-actions")
+        self.root = widgets.VBox([self.body, self.sources, actions])
+        self.root.add_class("zc-bubble")
+        self.root.add_class("zc-bubble-assistant")
+        panel.log.children = (*panel.log.children, self.root)
+
+    def on_token(self, token: str) -> None:
+        """Streaming callback for ``workbench.ask``: append and re-render (throttled)."""
+        self.buffer.append(str(token))
+        now = time.monotonic()
+        if now - self._last_render >= STREAM_RENDER_INTERVAL:
+            self._last_render = now
+            self.body.value = render.markdown_to_html("".join(self.buffer))
+
+    def finish(self, answer: Any) -> None:
+        self.body.value = render.render_answer_body(getattr(answer, "text", ""))
+        self.sources.value = render.render_sources(render.answer_sources(answer))
+        answer_number = len(self.panel.answers)   # this answer's index once appended
+        self.save_button.disabled = False
+        self.save_button.on_click(lambda _b: self.panel._guarded(
+            lambda: self.panel.save_answer(index=answer_number)))
+
+    def failed(self, exc: BaseException) -> None:
+        partial = "".join(self.buffer)
+        self.body.value = (render.markdown_to_html(partial) if partial else "") + \
+            '<p class="zc-muted">No answer (see the error below).</p>'
+
+
+def _paper_label(paper: Any, limit: int = 70) -> str:
+    title = paper.title if len(paper.title) <= limit else paper.title[: limit - 1] + "…"
+    citation = getattr(paper, "citation", "")
+    return f"{citation} — {title}" if citation else title
