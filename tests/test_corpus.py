@@ -407,3 +407,16 @@ def test_demo_library_child_note_edit_and_trash(paths, tmp_path):
     report = corpus.sync()
     assert report.counts["removed"] == 2 and corpus.keys() == ["STANDDDD"]
     assert set(index_rows(corpus)) == {"STANDDDD"}
+
+
+def test_truncated_manifest_is_rebuilt_on_toc_read(paths, library):
+    corpus = Corpus(paths, library)
+    corpus.sync()
+    (paths.corpus / "CHILD222" / "okf.json").write_text("")  # as a power loss could leave it
+    assert corpus.get_document_toc("CHILD222")[0]["title"] == "Child note"
+    assert read_manifest(paths.corpus / "CHILD222")["key"] == "CHILD222"
+
+
+def test_durable_corpus_writes_the_same_bundles(paths, library):
+    report = Corpus(paths, library, durable=True).sync()
+    assert report.counts["new"] == 4 and (paths.corpus / "CHILD222" / "okf.json").is_file()

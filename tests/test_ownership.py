@@ -22,6 +22,8 @@ OWNERS = {
     "matplotlib": {"diagnostics/plots.py"},
     "tqdm": {"progress.py"},
     "filelock": {"config.py", "locks.py"},
+    "httpx": {"agents/online_clients.py"},
+    "httpx2": {"library/zotero_web.py"},      # pyzotero's own HTTP client, for its error types
 }
 
 #: libraries owned by a whole sub-package rather than one module

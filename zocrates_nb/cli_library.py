@@ -225,6 +225,59 @@ def _add_index_parser(sub, common) -> None:
     r.set_defaults(func=cmd_index_rebuild)
 
 
+# ----------------------------------------------------------------------------- library
+
+def cmd_library_show(args: argparse.Namespace) -> int:
+    from zocrates_nb.cli import config_store
+
+    library = config_store(args).read().get("library") or {}
+    _print_json(library) if args.json else print("\n".join(f"{k}: {v}" for k, v in library.items()))
+    return EXIT_OK
+
+
+def cmd_library_use(args: argparse.Namespace) -> int:
+    """Choose the library source of this data directory (the next sync reads it)."""
+    from zocrates_nb.cli import config_store
+
+    if args.source == "demo":
+        library = {"source": "demo"}
+    elif args.source == "sqlite":
+        if not args.path or not Path(args.path).is_file():
+            raise ZocratesError(f"No zotero.sqlite at {args.path!r}.", "Give the path of Zotero's zotero.sqlite.")
+        library = {"source": "zotero-sqlite", "sqlite_path": str(Path(args.path).resolve())}
+    elif args.source == "dir":
+        if not args.path or not (Path(args.path) / "zotero.sqlite").is_file():
+            raise ZocratesError(f"No zotero.sqlite inside {args.path!r}.",
+                                "Give Zotero's data directory (Settings → Advanced → Files and Folders).")
+        library = {"source": "zotero-dir", "zotero_dir": str(Path(args.path).resolve())}
+    else:  # web
+        if not args.library_id:
+            raise ZocratesError("A Web API library needs --library-id.",
+                                "Your user ID is at zotero.org/settings/keys; a group's ID is in its URL.")
+        library = {"source": "zotero-web", "library_id": args.library_id, "library_type": args.library_type,
+                   "api_key_env": args.api_key_env, "local": bool(args.local)}
+    config_store(args).update(lambda cfg: {**cfg, "library": library})
+    print(f"library source set to {library['source']}; run `zocrates-nb sync` to read it")
+    return EXIT_OK
+
+
+def _add_library_parser(sub, common) -> None:
+    p = sub.add_parser("library", parents=[common], help="show or choose the library source (demo, Zotero)")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    show = actions.add_parser("show", parents=[common], help="the configured library source")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_library_show)
+    use = actions.add_parser("use", parents=[common], help="choose: demo | sqlite PATH | dir DIR | web --library-id ID")
+    use.add_argument("source", choices=("demo", "sqlite", "dir", "web"))
+    use.add_argument("path", nargs="?", help="zotero.sqlite (sqlite) or the Zotero data directory (dir)")
+    use.add_argument("--library-id", help="Web API user or group ID")
+    use.add_argument("--library-type", choices=("user", "group"), default="user")
+    use.add_argument("--api-key-env", default="ZOTERO_API_KEY",
+                     help="environment variable holding the Zotero API key (never stored in the config)")
+    use.add_argument("--local", action="store_true", help="Zotero 10's local API on localhost:23119")
+    use.set_defaults(func=cmd_library_use)
+
+
 # ----------------------------------------------------------------------------- demo
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -258,4 +311,4 @@ def _add_demo_parser(sub, common) -> None:
 
 
 LIBRARY_COMMANDS = [_add_sync_parser, _add_search_parser, _add_ask_parser, _add_convert_parser,
-                    _add_eval_parser, _add_index_parser, _add_demo_parser]
+                    _add_eval_parser, _add_index_parser, _add_library_parser, _add_demo_parser]

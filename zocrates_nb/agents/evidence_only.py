@@ -28,21 +28,31 @@ def _terms(text: str) -> set[str]:
 
 
 def best_passage(markdown: str, question: str, max_words: int = QUOTE_WORDS) -> str:
-    """The paragraph of a long document that shares most words with the question (trimmed)."""
+    """The paragraph of a document that shares most words with the question (headings skipped)."""
     wanted = _terms(question)
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", markdown or "") if p.strip() and not p.startswith("#")]
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", markdown or "")
+                  if p.strip() and not p.lstrip().startswith("#")]
     if not paragraphs:
         return ""
     best = max(paragraphs, key=lambda p: (len(wanted & _terms(p)), -paragraphs.index(p)))
-    words = best.split()
-    return " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
+    return _trim(best, max_words)
+
+
+def _trim(text: str, max_words: int) -> str:
+    """At most ``max_words`` words, keeping line breaks (lists stay lists)."""
+    lines, used = [], 0
+    for line in (text or "").strip().splitlines():
+        words = line.split()
+        if used + len(words) > max_words:
+            lines.append(" ".join(words[:max_words - used]) + " …")
+            break
+        lines.append(line.rstrip())
+        used += len(words)
+    return "\n".join(lines)
 
 
 def _quote(text: str, max_words: int = QUOTE_WORDS) -> str:
-    words = (text or "").split()
-    if len(words) > max_words:
-        text = " ".join(words[:max_words]) + " …"
-    lines = [line.rstrip() for line in (text or "").strip().splitlines() if line.strip()]
+    lines = [line for line in _trim(text, max_words).splitlines() if line.strip()]
     return "\n".join(f"> {line}" for line in lines) or "> (empty)"
 
 
@@ -75,6 +85,8 @@ def evidence_only_answer(tools: Any, question: str, directory: KeyDirectory, *, 
             full = tools.read_document(item["key"])
             read_keys.append(item["key"])
             item = {**item, "source": "read_document", "text": best_passage(full, question) or item["text"]}
+        elif not item["inlined"]:   # a paper chunk: its best paragraph, not its metadata header
+            item = {**item, "text": best_passage(item["text"], question) or item.get("abstract") or item["text"]}
         evidence.append(item)
         if len(evidence) >= MAX_SOURCES:
             break
@@ -84,8 +96,7 @@ def evidence_only_answer(tools: Any, question: str, directory: KeyDirectory, *, 
         return text, [], []
     parts = [f"**{LABEL}**", f"The passages that best match “{question.strip()}”:"]
     for number, item in enumerate(evidence, 1):
-        body = item["text"] if item["inlined"] else (item["text"] or item.get("abstract") or "")
-        parts.append(f"{number}. {_heading(item, directory)}\n\n{_quote(body)}")
+        parts.append(f"{number}. {_heading(item, directory)}\n\n{_quote(item['text'])}")
     parts.append(f"_{CONFIGURE_HINT}_")
     return "\n\n".join(parts), evidence, read_keys
 

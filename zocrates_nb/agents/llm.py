@@ -13,7 +13,7 @@ import ipaddress
 import json
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import urlparse
 

@@ -411,7 +411,7 @@ class HybridIndex:
             doc = docs.get(row.key)
             hits.append(SearchHit(
                 chunk_id=cid, key=row.key, kind=row.kind, parent_key=row.parent_key,
-                title=row.title, text=row.text, score=round(float(score), 6),
+                title=row.title, text=row.text, score=float(score),
                 ranks={"lexical": positions.get("lexical", {}).get(unit),
                        "dense": positions.get("dense", {}).get(unit)},
                 citation=doc.citation if doc else None, word_count=doc.word_count if doc else None,

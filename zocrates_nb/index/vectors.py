@@ -129,6 +129,7 @@ class _Handle:
     generation: str | None = None      # the generation our client has seen (persistent mode)
     built_by: tuple[str | None, int | None] = (None, None)   # model id and dim recorded in the collection
     users: int = 0
+    collection_name: str | None = None
 
 
 _HANDLES: dict[str, _Handle] = {}
@@ -228,7 +229,15 @@ class VectorStore:
         self._lock_path = Path(paths.locks) / "chroma.lock"
         self._generation_path = Path(paths.locks) / "chroma.generation"
         identity = f"persistent:{self.path}" if self.mode == "persistent" else f"http:{self.host}:{self.port}"
-        self._handle = _acquire_handle(f"{identity}#{collection_name}")
+        # One handle per location: Chroma caches one System per path, so two handles on one path
+        # would evict each other's client. One collection per location is all the workbench uses.
+        self._handle = _acquire_handle(identity)
+        if self._handle.collection_name is None:
+            self._handle.collection_name = collection_name
+        elif self._handle.collection_name != collection_name:
+            _release_handle(self._handle)
+            raise ValueError(f"{identity} is already open with collection {self._handle.collection_name!r} "
+                             "in this process; use one collection per data directory")
         self._closed = False
 
     def __repr__(self) -> str:
