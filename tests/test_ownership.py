@@ -23,6 +23,7 @@ OWNERS = {
     "tqdm": {"progress.py"},
     "filelock": {"config.py", "locks.py"},
     "httpx": {"agents/online_clients.py"},
+    "defusedxml": {"agents/online_clients.py"},
     "httpx2": {"library/zotero_web.py"},      # pyzotero's own HTTP client, for its error types
 }
 

@@ -92,8 +92,10 @@ class Workbench:
     @cached_property
     def coordinator(self):
         from .agents.coordinator import Coordinator
+        from .agents.online_clients import ScholarlySearch
 
-        return Coordinator(self.tools, self.config, self._llm_factory, self.events)
+        online = ScholarlySearch.from_config(self.config.read())
+        return Coordinator(self.tools, self.config, self._llm_factory, self.events, online=online)
 
     def _llm_factory(self):
         """A fresh LLM client from the config as it is *now* (edits apply on the next turn)."""
@@ -134,9 +136,7 @@ class Workbench:
         return self.tools.get_document_toc(key)
 
     def new_session(self):
-        from .agents.coordinator import ChatSession
-
-        return ChatSession()
+        return self.coordinator.new_session()
 
     def ask(self, question: str, session=None, on_token: Callable[[str], None] | None = None):
         """Answer a question from the library (and online sources when asked for)."""
