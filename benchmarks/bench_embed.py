@@ -63,16 +63,19 @@ def main() -> None:
     embedder = MiniLMEmbedder(batch_size=args.batch)
     tokens = sum(len(t) for t in embedder.tokenize(texts)) / len(texts)
     embedder.embed(texts[:8])                       # warm-up
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     embedder.embed(texts)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    threads = len(os.sched_getaffinity(0))
     started = time.perf_counter()
     for q in ["hybrid retrieval with reciprocal rank fusion"] * 20:
         embedder.embed([q])
     query_ms = (time.perf_counter() - started) / 20 * 1000
     print(json.dumps({
         "chunks": len(texts), "source": source, "mean_tokens": round(tokens, 1), "batch": args.batch,
-        "threads": len(os.sched_getaffinity(0)), "chunks_per_s": round(len(texts) / seconds, 1),
+        "threads": threads, "chunks_per_s": round(len(texts) / seconds, 1),
+        "cpu_s": round(cpu_seconds, 1),   # with load_avg: tells a contended run from a slow one
+        "load_avg_1m": round(os.getloadavg()[0], 1),
         "ms_per_chunk": round(seconds / len(texts) * 1000, 1), "query_embed_ms": round(query_ms, 1),
         "cold_start_s": [round(c, 2) for c in cold], "build_onnx_s": round(build_s, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0),

@@ -72,6 +72,18 @@ class JupyterLab:
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read().decode("utf-8"))
 
+    def request(self, method: str, path: str) -> int:
+        """An authenticated REST call without a body; returns the HTTP status."""
+        request = urllib.request.Request(f"{self.base}/{path.lstrip('/')}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+
+    def shutdown_kernels(self) -> None:
+        """Stop every kernel of this server (each notebook opened a workbench on the same data dir)."""
+        for kernel in self.api("/api/kernels"):
+            self.request("DELETE", f"/api/kernels/{kernel['id']}")
+
     def log_tail(self, chars: int = 4000) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-chars:]
@@ -88,10 +100,17 @@ def start_jupyterlab(work_dir: Path, data_dir: Path, *, timeout_s: float = 120) 
     # jupyter_server_config.d file does the same for users).
     (config_dir / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": {"zocrates_nb": True}}}))
+    # No "news" / update toasts over the widgets in screenshots.
+    settings_dir = work_dir.parent / "lab-user-settings"
+    notification = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True, exist_ok=True)
+    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
     env = dict(os.environ)
     env.update({
         "ZOCRATES_HOME": str(data_dir),
         "JUPYTER_CONFIG_DIR": str(config_dir),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings_dir),
+        "JUPYTERLAB_WORKSPACES_DIR": str(work_dir.parent / "lab-workspaces"),
         "JUPYTER_RUNTIME_DIR": str(work_dir.parent / "jupyter-runtime"),
         "IPYTHONDIR": str(work_dir.parent / "ipython"),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])),

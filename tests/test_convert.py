@@ -96,7 +96,15 @@ def test_highlight_annotation_becomes_quote_with_page_label():
     html = wrap(f"<p>{annotation('highlight', '“spots capture about 10 cells”', '12')} "
                 f"{citation('ABCD2345', '12', visible='Ståhl et al., 2016, p. 12')}</p>")
     md = note_html_to_markdown(html)
-    assert md == "> “spots capture about 10 cells” (p. 12) (Ståhl et al., 2016, p. 12)\n"
+    # the citation right after the highlight already names the page: it is not repeated
+    assert md == "> “spots capture about 10 cells” (Ståhl et al., 2016, p. 12)\n"
+    alone = note_html_to_markdown(wrap(f"<p>{annotation('highlight', 'spots', '12')}</p>"))
+    assert alone == "> “spots” (p. 12)\n"
+
+
+def test_identifiers_keep_their_underscores():
+    assert note_html_to_markdown(wrap("<p>set <code>n_latent</code> and adata.obs_names</p>")) == \
+        "set `n_latent` and adata.obs_names\n"
 
 
 def test_underline_annotation_and_annotation_already_in_blockquote():
@@ -309,3 +317,12 @@ def test_convert_paper_has_metadata_abstract_and_full_text():
     assert converted.abstract == "We present spatial transcriptomics." and converted.abstract_source == "metadata"
     changed = convert_paper(Paper(**{**paper.__dict__, "fulltext": "Other."}))
     assert changed.source_hash != converted.source_hash
+
+
+def test_manifest_fields_for_the_convert_cli():
+    note = convert_note("<h1>T</h1><p>x</p>")
+    fields = note.manifest_fields()
+    assert fields["okf_version"] == "0.2" and fields["content_type"] == "text/note"
+    assert fields["title"] == "T" and fields["word_count"] == 2 and fields["toc"][0]["id"] == "t"
+    assert fields["source_hash"] == note.source_hash and fields["converter_version"] == CONVERTER_VERSION
+    json.dumps(fields)

@@ -213,6 +213,9 @@ def test_sync_picks_up_edits_moves_and_converter_version(paths, library, monkeyp
     report = corpus.sync()
     assert report.counts == {"new": 0, "changed": 2, "unchanged": 2, "removed": 0, "failed": 0}
     assert read_manifest(paths.corpus / "STAND222")["collections"] == ["Single cell"]
+    import zocrates_nb.convert.convert as convert_module
+
+    monkeypatch.setattr(convert_module, "CONVERTER_VERSION", "zocrates-convert/next")
     monkeypatch.setattr(sync_module, "CONVERTER_VERSION", "zocrates-convert/next")
     assert corpus.sync().counts["changed"] == 4
     assert read_manifest(paths.corpus / "OTHER222")["converter_version"] == "zocrates-convert/next"
@@ -420,3 +423,28 @@ def test_truncated_manifest_is_rebuilt_on_toc_read(paths, library):
 def test_durable_corpus_writes_the_same_bundles(paths, library):
     report = Corpus(paths, library, durable=True).sync()
     assert report.counts["new"] == 4 and (paths.corpus / "CHILD222" / "okf.json").is_file()
+
+
+def test_read_serves_last_good_bundle_when_the_source_body_breaks(paths, library):
+    events = RecordingEvents()
+    corpus = Corpus(paths, library, events=events)
+    corpus.sync()
+    library.notes["OTHER222"] = replace(library.notes["OTHER222"], html=None)
+    assert "bold" in corpus.read_document("OTHER222")
+    assert events.events[-1][1]["fast_path"] is False and "not HTML text" in events.events[-1][1]["error"]
+
+
+def test_progress_reporter_line_and_silence():
+    import io
+
+    from zocrates_nb.progress import ProgressReporter
+
+    stream = io.StringIO()
+    with ProgressReporter(30, "Indexing", enabled=True, stream=stream) as bar:
+        for _ in range(30):
+            bar.update()
+    assert "Indexing" in stream.getvalue() and "30/30" in stream.getvalue()
+    quiet = io.StringIO()
+    with ProgressReporter(30, "Indexing", stream=quiet) as bar:  # not a terminal → silent by default
+        bar.update(30)
+    assert quiet.getvalue() == "" and bar.count == 30

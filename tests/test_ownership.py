@@ -17,6 +17,7 @@ OWNERS = {
     "pyzotero": {"library/zotero_web.py"},
     "markdownify": {"convert/html.py"},
     "bs4": {"convert/html.py"},
+    "markdown_it": {"convert/note_html.py"},
     "nh3": {"sanitize.py"},
     "quicktok": {"tokens.py"},
     "matplotlib": {"diagnostics/plots.py"},

@@ -141,15 +141,12 @@ def _add_ask_parser(sub, common) -> None:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from zocrates_nb.convert.convert import convert_note
-    from zocrates_nb.corpus.sync import Corpus
 
     path = Path(args.file)
     if not path.is_file():
         raise ZocratesError(f"No file at {path}.", "Give the path of a note's HTML file.")
     converted = convert_note(path.read_bytes())
-    context = {"parent_key": None, "parent_title": None, "collections": [], "collection_keys": []}
-    manifest = {"key": path.stem, "content_type": "text/note", "item_type": "note",
-                **Corpus._base_manifest(converted, context)}
+    manifest = {"key": path.stem, **converted.manifest_fields("text/note")}
     if args.json:
         _print_json({"markdown": converted.markdown, "manifest": manifest})
     else:

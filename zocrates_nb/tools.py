@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 from zocrates_nb.errors import QueryError, ZocratesError
-from zocrates_nb.index.hybrid import SearchHit, prepare_query
+from zocrates_nb.index.ranking import SearchHit, prepare_query
 
 __all__ = ["LibraryTools", "SearchResults", "TOOL_SPECS", "INLINE_WORDS", "format_hit", "format_evidence",
            "markdown_to_plain"]

@@ -118,7 +118,11 @@ class Workbench:
 
         if not self.paths.meta_db.exists():
             return True
-        return MetaDB(self.paths.meta_db).count() == 0
+        meta = MetaDB(self.paths.meta_db)
+        try:
+            return meta.count() == 0
+        finally:
+            meta.close()
 
     # -- the main verbs -------------------------------------------------
     def sync(self, progress: bool | None = None):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..library.base import Paper
 
 #: bump when the Markdown produced for the same input changes; every bundle then counts as stale
-CONVERTER_VERSION = "zocrates-convert/1"
+CONVERTER_VERSION = "zocrates-convert/2"
 UNTITLED = "Untitled note"
 
 
@@ -42,6 +42,15 @@ class ConvertedNote:
     word_count: int
     source_hash: str
     warnings: tuple[str, ...] = field(default=())
+
+    def manifest_fields(self, content_type: str = "text/note") -> dict:
+        """The OKF v0.2 manifest fields that conversion alone determines (the corpus adds
+        key, parent, collections and ``converted_at``); what ``zocrates-nb convert --json`` prints."""
+        return {"okf_version": "0.2", "content_type": content_type,
+                "item_type": "note" if content_type == "text/note" else None, "title": self.title,
+                "abstract": self.abstract, "abstract_source": self.abstract_source,
+                "source_hash": self.source_hash, "word_count": self.word_count, "toc": self.toc,
+                "converter_version": CONVERTER_VERSION, "warnings": list(self.warnings)}
 
 
 def sha256_text(text: str | bytes) -> str:

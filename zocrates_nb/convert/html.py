@@ -66,7 +66,9 @@ class _Converter(markdownify.MarkdownConverter):
 
 
 _OPTIONS = dict(heading_style="ATX", bullets="-", code_language="", table_infer_header=True,
-                strip_document="strip", escape_misc=False)
+                strip_document="strip", escape_misc=False,
+                # identifiers such as n_latent or adata.obs_names stay searchable as written
+                escape_underscores=False)
 
 
 def _decode_json_attr(value: str | None) -> object | None:
@@ -245,6 +247,8 @@ class _Rewriter:
         if not page and isinstance(data.get("citationItem"), dict):
             page = str(data["citationItem"].get("locator") or "").strip()
         quote = " ".join(span.get_text(" ").split()).strip(_QUOTES + " ")
+        if page and _citation_follows(span, page):
+            page = ""                                   # the citation right after already says "p. N"
         text = f"“{quote}”" + (f" (p. {page})" if page else "")
         block = span.find_parent(("p", "li", "td", "th", "blockquote", "h1", "h2", "h3", "h4",
                                   "h5", "h6", "div"))
@@ -270,6 +274,18 @@ class _Rewriter:
             page = data.get("pageLabel") if isinstance(data, dict) else None
             alt = f"image annotation, p. {page}" if page else "image annotation"
         img.replace_with(self._inline_token(soup, f"[image: {alt}]" if alt else "[image]"))
+
+
+def _citation_follows(span: Tag, page: str) -> bool:
+    """True when the next non-blank sibling is a citation (tag or already-rendered text) naming the page."""
+    sibling = span.next_sibling
+    while isinstance(sibling, NavigableString) and not sibling.strip():
+        sibling = sibling.next_sibling
+    if sibling is None:
+        return False
+    text = sibling.get_text(" ") if isinstance(sibling, Tag) else str(sibling)
+    is_citation = isinstance(sibling, Tag) and "citation" in (sibling.get("class") or [])
+    return (is_citation or text.lstrip().startswith("(")) and f"p. {page}" in text[:200]
 
 
 def _restore(markdown: str, rewriter: _Rewriter) -> str:

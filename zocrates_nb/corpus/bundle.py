@@ -39,6 +39,32 @@ class BundleError(ZocratesError):
     """A bundle on disk is missing pieces or does not match its manifest."""
 
 
+def note_manifest(note, converted, context: dict, converted_at: str) -> dict:
+    """The OKF v0.2 manifest of a note bundle (fields as in docs/contracts.md)."""
+    manifest = _base_manifest(converted, context, converted_at)
+    manifest.update(key=note.key, content_type="text/note", item_type="note",
+                    version=note.version, date_modified=note.date_modified)
+    return manifest
+
+
+def paper_manifest(paper, converted, context: dict, converted_at: str) -> dict:
+    """The OKF v0.2 manifest of a paper bundle: the note fields plus creators, year, DOI, citation."""
+    manifest = _base_manifest(converted, context, converted_at)
+    manifest.update(key=paper.key, content_type="text/paper", item_type=paper.item_type,
+                    creators=list(paper.creators), year=paper.year, doi=paper.doi, citation=paper.citation,
+                    publication=paper.publication, date=paper.date, version=paper.version,
+                    date_modified=paper.date_modified)
+    return manifest
+
+
+def _base_manifest(converted, context: dict, converted_at: str) -> dict:
+    manifest = converted.manifest_fields()
+    manifest.update(parent_key=context.get("parent_key"), parent_title=context.get("parent_title"),
+                    collections=context["collections"], collection_keys=context["collection_keys"],
+                    converted_at=converted_at)
+    return manifest
+
+
 def _check_key(key: str) -> str:
     if not isinstance(key, str) or not _KEY.match(key):
         raise ValueError(f"not a safe bundle key: {key!r}")

@@ -30,7 +30,8 @@ from ..convert.convert import CONVERTER_VERSION, ConvertedNote, convert_note, co
 from ..errors import ConversionError, NotFoundError
 from ..locks import file_lock
 from ..progress import ProgressReporter
-from .bundle import MANIFEST, BundleError, PreparedBundle, prepare_bundle, read_bundle, read_manifest, remove_bundle, sweep_temporary
+from .bundle import (MANIFEST, BundleError, PreparedBundle, note_manifest, paper_manifest, prepare_bundle,
+                     read_bundle, read_manifest, remove_bundle, sweep_temporary)
 from .meta import DocumentRow, MetaDB
 
 log = logging.getLogger(__name__)
@@ -227,10 +228,10 @@ class Corpus:
     def _prepare(self, item: _Work) -> tuple[ConvertedNote, dict, PreparedBundle]:
         if item.kind == "note":
             converted = convert_note(item.record.html)
-            manifest = self._note_manifest(item.record, converted, item.context)
+            manifest = note_manifest(item.record, converted, item.context, _now())
         else:
             converted = convert_paper(item.record)
-            manifest = self._paper_manifest(item.record, converted, item.context)
+            manifest = paper_manifest(item.record, converted, item.context, _now())
         manifest["source_hash"] = item.source_hash
         bundle = prepare_bundle(self.corpus_dir, item.record.key, manifest, converted.markdown,
                                 durable=self.durable)
@@ -248,30 +249,6 @@ class Corpus:
         if self.indexer is not None:
             self.indexer.stage(conn, manifest, markdown)
         bundle.install()
-
-    @staticmethod
-    def _base_manifest(converted: ConvertedNote, context: dict) -> dict:
-        return {"okf_version": "0.2", "title": converted.title,
-                "parent_key": context.get("parent_key"), "parent_title": context.get("parent_title"),
-                "collections": context["collections"], "collection_keys": context["collection_keys"],
-                "abstract": converted.abstract, "abstract_source": converted.abstract_source,
-                "source_hash": converted.source_hash, "word_count": converted.word_count,
-                "toc": converted.toc, "converted_at": _now(), "converter_version": CONVERTER_VERSION,
-                "warnings": list(converted.warnings)}
-
-    def _note_manifest(self, note, converted: ConvertedNote, context: dict) -> dict:
-        manifest = self._base_manifest(converted, context)
-        manifest.update(key=note.key, content_type="text/note", item_type="note",
-                        version=note.version, date_modified=note.date_modified)
-        return manifest
-
-    def _paper_manifest(self, paper, converted: ConvertedNote, context: dict) -> dict:
-        manifest = self._base_manifest(converted, context)
-        manifest.update(key=paper.key, content_type="text/paper", item_type=paper.item_type,
-                        creators=list(paper.creators), year=paper.year, doi=paper.doi,
-                        citation=paper.citation, publication=paper.publication, date=paper.date,
-                        version=paper.version, date_modified=paper.date_modified)
-        return manifest
 
     def _materialise(self, kind: str, record: Any, previous: dict | None = None) -> Path:
         """Convert + bundle + meta + index for one record now, in one transaction."""
@@ -315,7 +292,10 @@ class Corpus:
                 self._remove([key])
                 raise NotFoundError(f"The {kind} {key} is no longer in the library (deleted or trashed).",
                                     "Search again; it has been removed from the corpus and the index.")
-            current = note_source_hash(record.html) if kind == "note" else paper_source_hash(record)
+            try:
+                current = note_source_hash(record.html) if kind == "note" else paper_source_hash(record)
+            except ConversionError:
+                current = None  # a body that is not text: keep the last good bundle (below)
             bundle_dir = self.corpus_dir / key
             if (current == stored_hash and version == CONVERTER_VERSION
                     and os.path.exists(os.path.join(bundle_dir, MANIFEST))):

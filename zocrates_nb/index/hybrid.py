@@ -15,114 +15,22 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from zocrates_nb.errors import IndexCorruptError, QueryError, ZocratesError
 from zocrates_nb.index import fts
+from zocrates_nb.index.ranking import (FILTER_NAMES, MAX_QUERY_CHARS, MODES, SearchHit, check_filters,
+                                       prepare_query, rrf)
 from zocrates_nb.index.records import document_rows, embedding_text
 from zocrates_nb.paths import DataPaths
 
-__all__ = ["rrf", "prepare_query", "SearchHit", "HybridIndex", "MODES", "MAX_QUERY_CHARS",
-           "REBUILD_HINT"]
+__all__ = ["rrf", "prepare_query", "check_filters", "SearchHit", "HybridIndex", "MODES", "MAX_QUERY_CHARS",
+           "FILTER_NAMES", "REBUILD_HINT"]
 
-MODES = ("hybrid", "lexical", "dense")
-MAX_QUERY_CHARS = 2000
-FILTER_NAMES = ("item_type", "collection", "parent_key")
 REBUILD_HINT = ("Run `zocrates-nb index rebuild` (or `wb.index.rebuild(wb.corpus)` in a notebook); "
                 "it re-creates the index from the corpus folder alone, no Zotero access needed.")
 _EMBED_BATCH = 128
-
-
-def rrf(rank_lists: Mapping[str, Sequence[str]], k: int = 60) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion: ``score(d) = Σ 1 / (k + rank_r(d))`` over the lists containing d.
-
-    Ranks are 1-based; an id appearing twice in one list counts at its best rank.
-    Ties keep the order of first appearance (lists in the given order), so the
-    result is deterministic.
-    """
-    if k < 0:
-        raise ValueError("k must be >= 0")
-    scores: dict[str, float] = {}
-    for ranking in rank_lists.values():
-        seen: set[str] = set()
-        for rank, doc in enumerate(ranking, start=1):
-            if doc in seen:
-                continue
-            seen.add(doc)
-            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank)
-    order = {doc: i for i, doc in enumerate(scores)}
-    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
-
-
-def prepare_query(query: Any) -> tuple[str, str | None]:
-    """Validate a query: returns ``(query, notice)``; empty → QueryError, oversized → truncated.
-
-    A pasted 100 KB document is not a query: we keep the first ``MAX_QUERY_CHARS``
-    characters (cut at a word boundary) and say so, rather than fail or stall FTS.
-    """
-    if not isinstance(query, str):
-        raise QueryError(f"A search query must be text, not {type(query).__name__}.",
-                         hint='Pass a string, e.g. search_corpus("cell-type deconvolution").')
-    text = " ".join(query.split())
-    if not text:
-        raise QueryError("The search query is empty.", hint="Type a few words describing what you look for.")
-    if len(text) <= MAX_QUERY_CHARS:
-        return text, None
-    cut = text[:MAX_QUERY_CHARS]
-    if " " in cut[-200:]:
-        cut = cut.rsplit(" ", 1)[0]
-    notice = (f"The query was {len(text):,} characters long; only its first {len(cut):,} "
-              "characters were searched.")
-    return cut, notice
-
-
-def check_filters(filters: Mapping[str, Any] | None) -> dict[str, str]:
-    """Drop empty values and refuse unknown names (a typo must never silently widen a search)."""
-    clean: dict[str, str] = {}
-    for name, value in (filters or {}).items():
-        if name not in FILTER_NAMES:
-            raise QueryError(f"Unknown search filter {name!r}.",
-                             hint=f"Use one of: {', '.join(FILTER_NAMES)}.")
-        if value is None or value == "":
-            continue
-        if not isinstance(value, str):
-            raise QueryError(f"The {name} filter must be a string, got {type(value).__name__}.",
-                             hint='For example {"item_type": "note"}.')
-        clean[name] = value
-    return clean
-
-
-@dataclass
-class SearchHit:
-    """One result: the best-matching chunk of a document, with provenance and per-retriever ranks."""
-
-    chunk_id: str
-    key: str
-    kind: str                                   # "note" | "paper"
-    parent_key: str | None
-    title: str
-    text: str                                   # the matching chunk's text
-    score: float                                # fused RRF (hybrid), -bm25 (lexical), cosine (dense)
-    ranks: dict[str, int | None] = field(default_factory=lambda: {"lexical": None, "dense": None})
-    citation: str | None = None
-    word_count: int | None = None
-    item_type: str | None = None
-    section: str | None = None
-    parent_title: str | None = None
-    abstract: str | None = None
-    first_author: str | None = None
-    year: int | None = None
-    collections: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict:
-        from dataclasses import asdict
-
-        out = asdict(self)
-        out["collections"] = list(self.collections)
-        return out
 
 
 class HybridIndex:
@@ -282,7 +190,16 @@ class HybridIndex:
         store = self._store()
         self._reconciled = True
         lexical_ids = self._read(fts.chunk_ids)
-        dense_ids = set(store.all_ids())
+        try:
+            dense_ids = set(store.all_ids())
+        except IndexCorruptError as exc:
+            # vectors are derived data: a missing or damaged store small enough to re-embed
+            # quickly is simply re-created; a large one needs the user's go-ahead
+            if limit is not None and len(lexical_ids) > limit:
+                self._reconciled = False
+                raise
+            store.reset()
+            dense_ids = set()
         missing, extra = lexical_ids - dense_ids, dense_ids - lexical_ids
         if limit is not None and len(missing) > limit:
             self._reconciled = False
