@@ -31,7 +31,6 @@ INJECTION_QUESTION = "When is the Stereo-seq session, and which bin size questio
 # ----------------------------------------------------------------------------- the scripted model
 
 NOTE_HEADER = re.compile(r"\[Note Key: ([23456789A-NP-Z]{8})(?:, Parent Paper Key: ([23456789A-NP-Z]{8}))?\]")
-KEY_IN_EVIDENCE = re.compile(r"\[(?:Note|Paper) Key: ([23456789A-NP-Z]{8})")
 
 
 def role_of(body: dict) -> str:

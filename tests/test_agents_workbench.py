@@ -1,57 +1,46 @@
-"""The same turns through the real stack: Workbench on the demo library (OKF corpus, FTS5 + ChromaDB,
-offline embedder, real LibraryTools), the real openai client against the loopback fake."""
+"""Turns through ``Workbench.ask`` exactly as a user gets it: the Workbench's own coordinator, LLM
+factory (key lookup, config read per turn) and tools on the demo library (OKF corpus, FTS5 + ChromaDB,
+offline embedder), the real openai client against the loopback fake."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
-from tests.agents_support import ScriptedModel, role_of
 from tests.fakes.openai_server import FakeOpenAI
-
-QUESTION = "Which deconvolution methods work for spot-level spatial data?"
-
-
-@pytest.fixture(scope="module")
-def workbench(tmp_path_factory):
-    from zocrates_nb.workbench import Workbench
-
-    return Workbench(tmp_path_factory.mktemp("wb-agents"))
+from tests.test_agents import NOTE_KEY, NOTE_TITLE, QUESTION, ScriptedModel, assert_key_free, role_of
 
 
-@pytest.fixture
-def corpus_keys(workbench) -> set[str]:
-    return set(workbench.corpus.keys())
+def _events(workbench, kind: str) -> list[dict]:
+    return [e for e in map(json.loads, workbench.events.path.read_text().splitlines()) if e["kind"] == kind]
 
 
-def _llm_events(workbench) -> list[dict]:
-    return [e for e in map(json.loads, workbench.events.path.read_text().splitlines()) if e["kind"] == "llm"]
-
-
-def test_evidence_only_on_the_demo_library(workbench, corpus_keys):
-    workbench.config.clear_llm()
-    answer = workbench.ask(QUESTION)
+def test_evidence_only_on_the_demo_library(demo_workbench):
+    assert not demo_workbench.config.llm().configured      # the default: no model configured
+    answer = demo_workbench.ask(QUESTION)
     assert answer.mode == "evidence-only" and "no language model configured" in answer.text
-    assert answer.citations and answer.read_keys
-    assert not any(key in answer.text for key in corpus_keys)
-    assert any(c.kind == "note" for c in answer.citations)
+    assert NOTE_KEY in answer.read_keys and f"“{NOTE_TITLE}”" in answer.text
+    assert_key_free(answer.text, demo_workbench)
+    assert any(c.kind == "note" and c.title == NOTE_TITLE for c in answer.citations)
 
 
-def test_llm_turn_on_the_demo_library_cites_a_note_by_title(workbench, corpus_keys):
+def test_llm_turn_on_the_demo_library_cites_a_note_by_title(demo_workbench, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment-0123")
     model = ScriptedModel()
-    with FakeOpenAI(responder=model) as server:
-        workbench.config.set_llm(base_url=server.base_url, model="gpt-test")
-        try:
-            answer = workbench.ask(QUESTION)
-        finally:
-            workbench.config.clear_llm()
+    with FakeOpenAI(responder=model, api_key="sk-from-the-environment-0123") as server:
+        demo_workbench.config.set_llm(base_url=server.base_url, model="gpt-test")
+        answer = demo_workbench.ask(QUESTION)
         roles = [role_of(b) for b in server.bodies()]
-    assert roles[-1] == "library_synthesizer" and "read_document" in json.dumps(server.bodies()[2])
-    note_key = model.read_key
-    note_title = workbench.corpus.manifest(note_key)["title"]
-    assert answer.mode == "llm" and note_title in answer.text
-    assert not any(key in answer.text for key in corpus_keys)
-    assert any(c.title == note_title and c.kind == "note" for c in answer.citations)
-    assert note_key in answer.read_keys
-    assert {e["role"] for e in _llm_events(workbench)} >= {"library_search", "library_synthesizer"}
+        demo_workbench.config.clear_llm()                 # the next turn reads the config again
+        after = demo_workbench.ask(QUESTION)
+        assert len(server.requests) == len(roles)
+    # the Workbench wires an online client, so the coordinator model routes the question first
+    assert roles == ["coordinator", "library_search", "library_search", "library_search", "library_synthesizer"]
+    assert model.read_key == NOTE_KEY
+    assert answer.mode == "llm" and answer.text.startswith(f"## What “{NOTE_TITLE}” says")
+    assert_key_free(answer.text, demo_workbench)
+    assert any(c.title == NOTE_TITLE and c.kind == "note" for c in answer.citations)
+    assert answer.read_keys == [NOTE_KEY]
+    assert {e["role"] for e in _events(demo_workbench, "llm")} == {"coordinator", "library_search",
+                                                                    "library_synthesizer"}
+    assert "sk-from-the-environment-0123" not in demo_workbench.events.path.read_text()
+    assert after.mode == "evidence-only"

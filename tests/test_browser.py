@@ -48,9 +48,10 @@ def browser(chromium_path):
 
 
 @pytest.fixture
-def page(browser, lab):
+def page(browser, lab, artifacts_dir, request):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     yield page
+    page.screenshot(path=str(artifacts_dir / f"{request.node.name}-last.png"))   # what it looked like at the end
     page.close()
     lab.shutdown_kernels()
 
@@ -67,7 +68,7 @@ def test_profile_editor_placeholder_limit_and_save(page, lab, artifacts_dir):
 
     bs.open_notebook(page, lab, "profile.ipynb")
     bs.run_all_cells(page)
-    area = page.wait_for_selector(".zc-profile-editor textarea", timeout=300_000)
+    area = page.wait_for_selector(".zc-profile-editor textarea", timeout=120_000)
     assert area.get_attribute("placeholder") == SAMPLE_RESEARCH_PROFILE
     assert area.get_attribute("maxlength") == "1000"
     shown = placeholder_style(page)

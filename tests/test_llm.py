@@ -10,19 +10,24 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI, call, error, rate_limited, reply, server_error
 from zocrates_nb.agents.llm import LLMClient, estimate_cost, is_loopback, redact
 from zocrates_nb.config import LLMSettings
+from zocrates_nb.diagnostics.events import EventLog
 from zocrates_nb.errors import LLMError
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 
 
-class Events:
-    """Records emitted events (the real EventLog is exercised in the agent tests)."""
+class Events(EventLog):
+    """The real EventLog (JSONL on disk), with the records read back for assertions."""
 
-    def __init__(self) -> None:
-        self.records: list[tuple[str, dict]] = []
+    @property
+    def records(self) -> list[tuple[str, dict]]:
+        lines = self.path.read_text().splitlines() if self.path.exists() else []
+        return [(e.pop("kind"), e) for e in map(json.loads, lines)]
 
-    def emit(self, kind: str, **fields) -> None:
-        self.records.append((kind, fields))
+
+@pytest.fixture
+def events(tmp_path) -> Events:
+    return Events(tmp_path / "diagnostics")
 
 
 def settings(base_url: str, **over) -> LLMSettings:
@@ -36,8 +41,7 @@ def client(server: FakeOpenAI, events=None, key=KEY, **over) -> LLMClient:
     return LLMClient(settings(server.base_url, **over), key, events, backoff_base_s=0.01)
 
 
-def test_non_streaming_reply_usage_cost_and_event():
-    events = Events()
+def test_non_streaming_reply_usage_cost_and_event(events):
     with FakeOpenAI() as server:
         server.queue(reply("Hello there", usage={"prompt_tokens": 1000, "completion_tokens": 500,
                                                  "total_tokens": 1500}))
@@ -104,8 +108,7 @@ def test_missing_usage_is_counted_offline():
     assert out.usage["prompt_tokens"] >= 3 and out.usage["completion_tokens"] >= 4
 
 
-def test_401_names_the_key_variable_and_never_prints_the_key():
-    events = Events()
+def test_401_names_the_key_variable_and_never_prints_the_key(events):
     with FakeOpenAI(api_key="sk-the-right-one") as server:
         with pytest.raises(LLMError) as info:
             client(server, events).chat("library_synthesizer", [{"role": "user", "content": "x"}])
@@ -114,6 +117,7 @@ def test_401_names_the_key_variable_and_never_prints_the_key():
     assert "401" in text and "$OPENAI_API_KEY" in text and "zocrates-nb llm set --api-key-env" in text
     assert KEY not in text and KEY not in repr(info.value) and info.value.__cause__ is None
     assert events.records[-1][1]["error"] and KEY not in json.dumps(events.records)
+    assert KEY not in events.path.read_text()
 
 
 def test_404_names_the_model_and_the_command():

@@ -58,6 +58,7 @@ class SyncReport:
     failures: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    changed_keys: list[str] = field(default_factory=list)   # re-materialised because their hash changed
 
     def to_dict(self) -> dict:
         return {"counts": dict(self.counts), "failures": [list(f) for f in self.failures],
@@ -158,7 +159,8 @@ class Corpus:
                     bar.update(len(work[start:start + BATCH]))
         report.seconds = time.perf_counter() - started
         if self.events is not None:
-            self.events.emit("sync", **report.counts, seconds=round(report.seconds, 3),
+            self.events.emit("sync", **report.counts, changed_keys=report.changed_keys[:1000],
+                             seconds=round(report.seconds, 3),
                              latency_ms=round(report.seconds * 1000, 3))
         return report
 
@@ -199,6 +201,8 @@ class Corpus:
                         self._fail(report, item.record.key, _reason(err))
                         continue
                     report.counts["new" if item.is_new else "changed"] += 1
+                    if not item.is_new:
+                        report.changed_keys.append(item.record.key)
                     report.warnings.extend((item.record.key, w) for w in converted.warnings)
         finally:
             for *_, bundle in prepared:
@@ -327,14 +331,19 @@ class Corpus:
             raise NotFoundError(f"The {kind} {key} is no longer in the library.", "Run sync.")
         return self._materialise(kind, record, _try_manifest(self.corpus_dir / key))
 
-    def _resolve_bundle_dir(self, key: str) -> Path:
-        """The current bundle for ``key``: fast path if its hash is unchanged, else re-materialised."""
+    def _resolve_bundle_dir(self, key: str, *, event: str = "read") -> Path:
+        """The current bundle for ``key``: fast path if its hash is unchanged, else re-materialised.
+
+        ``event`` names the diagnostics event: ``read`` when an agent or user reads the
+        document (it counts towards hit rates), ``lookup`` for internal manifest look-ups
+        such as resolving a title (staleness is still recorded, hit rates are not inflated).
+        """
         started = time.perf_counter()
         self._last_error = None
         path, fast, rematerialised = self._resolve(key)
         if self.events is not None:
             extra = {"error": self._last_error} if self._last_error else {}
-            self.events.emit("read", key=key, fast_path=fast, rematerialised=rematerialised,
+            self.events.emit(event, key=key, fast_path=fast, rematerialised=rematerialised,
                              latency_ms=round((time.perf_counter() - started) * 1000, 3), **extra)
         return path
 
@@ -356,10 +365,10 @@ class Corpus:
         return "\n".join(lines[entry["line_start"] - 1: entry["line_end"]]) + "\n"
 
     def get_document_toc(self, key: str) -> list[dict]:
-        return list(self.manifest(key).get("toc") or [])
+        return list(self.manifest(key, event="read").get("toc") or [])
 
-    def manifest(self, key: str) -> dict:
-        bundle_dir = self._resolve_bundle_dir(key)
+    def manifest(self, key: str, *, event: str = "lookup") -> dict:
+        bundle_dir = self._resolve_bundle_dir(key, event=event)
         try:
             return read_manifest(bundle_dir)
         except NotFoundError as err:  # unreadable okf.json (e.g. truncated by a crash): rebuild it once

@@ -49,7 +49,7 @@ WITH reads AS (
            count(*) FILTER (WHERE fast_path) AS fast_path_reads,
            count(*) FILTER (WHERE rematerialised) AS rematerialisations,
            max(ts) AS last_read
-    FROM ev WHERE kind = 'read' AND key IS NOT NULL GROUP BY key),
+    FROM ev WHERE kind IN ('read', 'lookup') AND key IS NOT NULL GROUP BY key),
 synced AS (
     SELECT key, count(*) AS sync_changes
     FROM (SELECT unnest(changed_keys) AS key FROM ev WHERE kind = 'sync' AND changed_keys IS NOT NULL)
