@@ -117,6 +117,7 @@ class Corpus:
         self.corpus_dir.mkdir(parents=True, exist_ok=True)
         self.meta = MetaDB(paths.meta_db)
         self._collection_names: dict[str, str] = {}
+        self._names_refreshed = float("-inf")
         self._last_error: str | None = None
         sweep_temporary(self.corpus_dir)
 
@@ -220,14 +221,22 @@ class Corpus:
             report.warnings.append(("(vectors)", f"dense vectors not updated: {_reason(err)}"))
 
     # ------------------------------------------------------------------ one document
+    def _names_for(self, keys: list[str]) -> list[str]:
+        """Collection names for keys; a key not seen yet (a save before any sync) refreshes the map once."""
+        now = time.monotonic()
+        if any(k not in self._collection_names for k in keys) and now - self._names_refreshed > 5.0:
+            self._names_refreshed = now          # at most one snapshot per few seconds (dangling keys)
+            self._collection_names.update(self.source.snapshot().collection_names())
+        return [self._collection_names.get(k, k) for k in keys]
+
     def _note_context(self, note, parent_title: str | None) -> dict:
         keys = list(note.collections)
         return {"parent_key": note.parent_key, "parent_title": parent_title, "collection_keys": keys,
-                "collections": [self._collection_names.get(k, k) for k in keys]}
+                "collections": self._names_for(keys)}
 
     def _paper_context(self, paper) -> dict:
         keys = list(paper.collections)
-        return {"collection_keys": keys, "collections": [self._collection_names.get(k, k) for k in keys]}
+        return {"collection_keys": keys, "collections": self._names_for(keys)}
 
     def _prepare(self, item: _Work) -> tuple[ConvertedNote, dict, PreparedBundle]:
         if item.kind == "note":

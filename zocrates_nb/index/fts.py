@@ -36,7 +36,7 @@ __all__ = [
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: bm25 weight of the title column relative to the body (tuned on SciFact train).
-DEFAULT_TITLE_WEIGHT = 1.0
+DEFAULT_TITLE_WEIGHT = 3.0
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS chunks(
