@@ -1,16 +1,32 @@
-"""Search latency at 10,000 notes + 50,000 paper chunks (issue 4 §6; target p50 < 30 ms with query embedding).
+"""Search latency at 10,000 notes + 50,000 paper chunks, through the product path (issue 4 §6).
 
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_search_scale.py [--notes 10000] [--chunks 50000] [--queries 60]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_search_scale.py [--queries 200] [--cache /tmp/zc-scale]
 
-What is real and what is synthetic (embedding 60,000 chunks would take ~50 min on 2 cores):
-- vectors: R=400 real MiniLM embeddings of SciFact 80-word passages, each stored vector is one of them plus
-  Gaussian noise (sigma 0.03 per dimension, about 0.6 of the vector's norm), re-normalised — so the
-  collection has realistic clustered neighbourhoods instead of near-orthogonal random vectors;
-- FTS5: real SciFact abstracts (5,183) reused round-robin as note/chunk texts under distinct ids, in E2's
-  schema (``zocrates_nb.index.fts``), in a temporary SQLite file;
-- queries: real SciFact queries, embedded with the real embedder (timed separately).
-Everything goes into a temporary data directory through ``VectorStore`` (persistent mode, with its lock).
-Prints one JSON object.
+Target: hybrid search p50 < 30 ms *with* query embedding. What is timed, per query (p50/p95 in ms):
+
+- ``query_embed``: ``MiniLMEmbedder.embed([q])`` alone;
+- ``fts_top100``: ``fts.lexical_search`` (the lexical retriever, depth 100) alone, and the rows it ranked;
+  ``fts_plain_or_top100``: the plain OR query every row of every word is ranked in (the old path), for comparison;
+- ``vector_top100``: ``VectorStore.query`` (depth 100) alone, with the lock and generation check;
+- ``lexical`` / ``dense``: ``HybridIndex.search`` in that mode (dense with a precomputed vector);
+- ``hybrid_given_vector``: ``HybridIndex.search`` with a precomputed query vector;
+- ``hybrid_total``: ``HybridIndex.search(q)`` — embedding, both retrievers, RRF, collapse, provenance
+  (FTS on a worker thread beside the embedding; ``hybrid_total_serial`` with ``{"parallel": false}``);
+- ``search_corpus``: ``LibraryTools.search_corpus(q)`` (hybrid_total + evidence text + diagnostics event).
+
+What is real and what is synthetic (embedding 60,000 chunks would take about an hour on 2 cores):
+
+- text: real SciFact abstracts (5,183), reused round-robin under distinct Zotero-style keys: 10,000 short notes
+  (the first 40–120 words of an abstract, one chunk each) and 5,000 papers of 10 chunks each, written through
+  ``HybridIndex.index_records`` (the product's FTS5 schema, provenance rows and chunk ids);
+- vectors: ``--real`` (400) real MiniLM embeddings of SciFact passages; each stored vector is one of them plus
+  Gaussian noise (sigma 0.03 per dimension), re-normalised, so the collection has realistic neighbourhoods.
+  They go in through ``VectorStore.upsert`` (persistent mode, with its lock) under the product's ids/metadata;
+- queries: ``--queries`` real SciFact claims (every 4th line of queries.jsonl, so train and test mix), embedded
+  by the real model.
+
+The built index is cached in ``--cache`` (keyed by the sizes) and reused, so only the first run pays the build
+(a few minutes). Peak RSS is the search process's own (the build runs in a child process). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -19,9 +35,10 @@ import argparse
 import gzip
 import json
 import resource
-import sqlite3
+import shutil
+import statistics
+import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +46,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
+sys.path.insert(0, str(REPO))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -39,121 +57,186 @@ def rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0)
 
 
+def scifact_corpus() -> list[dict]:
+    with gzip.open(SCIFACT / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def zotero_key(prefix: str, number: int) -> str:
+    """A valid 8-character Zotero key, deterministic in ``number``."""
+    from zocrates_nb.library.base import KEY_ALPHABET
+
+    digits = []
+    for _ in range(7):
+        number, rest = divmod(number, len(KEY_ALPHABET))
+        digits.append(KEY_ALPHABET[rest])
+    return prefix + "".join(reversed(digits))
+
+
+# ---------------------------------------------------------------------------- build (child process)
+
+def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> dict:
+    from zocrates_nb.index import fts
+    from zocrates_nb.index.embed import MiniLMEmbedder
+    from zocrates_nb.index.hybrid import HybridIndex, _metadata
+    from zocrates_nb.paths import DataPaths
+
+    out: dict = {}
+    corpus = scifact_corpus()
+    embedder = MiniLMEmbedder()
+    started = time.perf_counter()
+    real_vectors = embedder.embed([" ".join(d["text"].split()[:80]) for d in corpus[:real]])
+    out["embed_real_s"] = round(time.perf_counter() - started, 1)
+    np.save(cache / "real_vectors.npy", real_vectors)
+
+    paths = DataPaths(cache / "data").ensure()
+    index = HybridIndex(paths, embedder=embedder)
+    records = []
+    for i in range(notes):
+        doc = corpus[i % len(corpus)]
+        words = doc["text"].split()[: 40 + (i * 37) % 81]
+        key = zotero_key("N", i)
+        colls = ("CCCCCCC2", "Reading") if i % 7 == 0 else ()
+        records.append((fts.DocumentRow(key=key, kind="note", title=doc["title"], item_type="note",
+                                        collections=colls, word_count=len(words)),
+                        [fts.ChunkRow(chunk_id=f"{key}:0", key=key, kind="note", text=" ".join(words),
+                                      title=doc["title"], item_type="note", collections=colls)]))
+    for p in range(papers):
+        key = zotero_key("P", p)
+        title = corpus[(notes + p * per_paper) % len(corpus)]["title"]
+        rows = [fts.ChunkRow(chunk_id=f"{key}:{c}", key=key, kind="paper",
+                             text=corpus[(notes + p * per_paper + c) % len(corpus)]["text"], title=title,
+                             item_type="journalArticle", chunk_index=c) for c in range(per_paper)]
+        records.append((fts.DocumentRow(key=key, kind="paper", title=title, item_type="journalArticle",
+                                        first_author="Author", year=2000 + p % 25), rows))
+    started = time.perf_counter()
+    index.index_records(records, vectors=False)
+    index._write(lambda conn: conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')"))
+    out["fts_insert_s"] = round(time.perf_counter() - started, 1)
+
+    rng = np.random.default_rng(7)
+    rows = [r for _, chunk_rows in records for r in chunk_rows]
+    store = index._store()
+    started = time.perf_counter()
+    for start in range(0, len(rows), 1000):
+        part = rows[start:start + 1000]
+        base = real_vectors[np.arange(start, start + len(part)) % real]
+        vectors = base + rng.normal(scale=0.03, size=base.shape).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        store.upsert([r.chunk_id for r in part], vectors, [_metadata(r) for r in part])
+    out["vector_insert_s"] = round(time.perf_counter() - started, 1)
+    out["vector_insert_per_s"] = round(len(rows) / (time.perf_counter() - started), 0)
+    index.close()
+    out["build_peak_rss_mb"] = rss_mb()
+    return out
+
+
+# ---------------------------------------------------------------------------- measure
+
+def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
+    from zocrates_nb.diagnostics.events import EventLog
+    from zocrates_nb.index import fts
+    from zocrates_nb.index.embed import MiniLMEmbedder
+    from zocrates_nb.index.hybrid import HybridIndex
+    from zocrates_nb.index.ranking import plan_terms
+    from zocrates_nb.paths import DataPaths
+    from zocrates_nb.tools import LibraryTools
+
+    lines = [json.loads(line)["text"] for line in open(SCIFACT / "queries.jsonl", encoding="utf-8")]
+    queries = lines[::4][:n_queries]
+    paths = DataPaths(cache / "data")
+    out: dict = {"queries": len(queries)}
+    embedder = MiniLMEmbedder(threads=embed_threads) if embed_threads else MiniLMEmbedder()
+    started = time.perf_counter()
+    index = HybridIndex(paths, embedder=embedder)
+    index.search("warm up the vector store", k=10)       # opens Chroma, reconciles (id sets), loads HNSW
+    out["first_search_s"] = round(time.perf_counter() - started, 2)
+    out.update({name: value for name, value in index.stats().items() if name in ("chunks", "notes", "papers",
+                                                                                  "vectors")})
+    events_dir = cache / "events"
+    shutil.rmtree(events_dir, ignore_errors=True)
+    # one index per end-to-end timing, so each meets a query's new words with a cold frequency cache
+    tools_index = HybridIndex(paths, embedder=embedder)
+    tools = LibraryTools(None, tools_index, EventLog(events_dir))
+    store = index.vectors
+    conn = index._conn
+
+    serial = HybridIndex(paths, {"search": {"parallel": False}}, embedder=embedder)
+    timings: dict[str, list[float]] = {name: [] for name in (
+        "query_embed", "fts_top100", "fts_plain_or_top100", "vector_top100", "lexical", "dense",
+        "hybrid_given_vector", "hybrid_total", "hybrid_total_serial", "search_corpus")}
+    matched: list[int] = []
+    ranked: list[int] = []
+    frequencies = fts.DocumentFrequencies()
+    vecs = []
+    for q in queries:
+        t0 = time.perf_counter()
+        qv = embedder.embed([q])[0]
+        timings["query_embed"].append(time.perf_counter() - t0)
+        vecs.append(qv)
+    for q, qv in zip(queries, vecs):
+        def timed(name: str, call):
+            t0 = time.perf_counter()
+            result = call()
+            timings[name].append(time.perf_counter() - t0)
+            return result
+
+        hits = timed("hybrid_total", lambda: index.search(q, k=10))
+        assert hits, f"no hits for {q!r}"
+        timed("hybrid_total_serial", lambda: serial.search(q, k=10))
+        timed("search_corpus", lambda: tools.search_corpus(q, k=10))
+        text = " ".join(q.split())
+        timed("fts_top100", lambda: fts.lexical_search(conn, text, 100, None, frequencies))
+        timed("fts_plain_or_top100", lambda: fts.search(conn, fts.natural_query(text), 100))
+        terms = fts.query_terms(text)
+        total, counts = frequencies.lookup(conn, terms)
+        plan_match, _ = fts.plan_match(plan_terms(terms, counts, total))
+        for match, sink in ((fts.natural_query(text), matched), (plan_match, ranked)):
+            sink.append(conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                     (match,)).fetchone()[0] if match else 0)
+        timed("vector_top100", lambda: store.query(qv, 100))
+        timed("lexical", lambda: index.search(q, k=10, mode="lexical"))
+        timed("dense", lambda: index.search(q, k=10, mode="dense", query_embedding=qv))
+        timed("hybrid_given_vector", lambda: index.search(q, k=10, query_embedding=qv))
+    for name, values in timings.items():
+        out[f"{name}_ms"] = {"p50": pct(values, 50), "p95": pct(values, 95)}
+    out["fts_rows_ranked"] = {"median": int(statistics.median(ranked)), "max": max(ranked)}
+    out["fts_plain_or_rows_ranked"] = {"median": int(statistics.median(matched)), "max": max(matched)}
+    out["events_logged"] = sum(1 for f in events_dir.glob("*.jsonl") for _ in open(f, encoding="utf-8"))
+    for idx in (index, serial, tools_index):
+        idx.close()
+    out["peak_rss_mb"] = rss_mb()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--notes", type=int, default=10_000)
-    parser.add_argument("--chunks", type=int, default=50_000)
-    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--papers", type=int, default=5_000)
+    parser.add_argument("--chunks-per-paper", type=int, default=10)
     parser.add_argument("--real", type=int, default=400, help="real embeddings the stored vectors derive from")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embed-threads", type=int, default=None, help="onnxruntime intra-op threads")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/zc-scale"))
+    parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sys.path.insert(0, str(REPO))
-    from zocrates_nb.index import fts
-    from zocrates_nb.index.embed import MiniLMEmbedder
-    from zocrates_nb.index.vectors import VectorStore, chunk_metadata, where_for
-    from zocrates_nb.paths import DataPaths
-
-    with gzip.open(SCIFACT / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
-        corpus = [json.loads(line) for line in fh]
-    queries = [json.loads(line)["text"] for line in open(SCIFACT / "queries.jsonl", encoding="utf-8")]
-    queries = queries[: args.queries]
-    out: dict = {"notes": args.notes, "chunks": args.chunks, "queries": len(queries), "real_vectors": args.real}
-
-    embedder = MiniLMEmbedder()
-    started = time.perf_counter()
-    real = embedder.embed([" ".join(d["text"].split()[:80]) for d in corpus[: args.real]])
-    out["embed_real_s"] = round(time.perf_counter() - started, 1)
-    rng = np.random.default_rng(7)
-    total = args.notes + args.chunks
-
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = DataPaths(Path(tmp)).ensure()
-        store = VectorStore(paths, model_id=embedder.model_id, dim=embedder.dim)
-        conn = sqlite3.connect(paths.meta_db, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        fts.ensure_schema(conn)
-
-        started = time.perf_counter()
-        batch = 1000
-        for start in range(0, total, batch):
-            n = min(batch, total - start)
-            base = real[(np.arange(start, start + n)) % args.real]
-            vectors = base + rng.normal(scale=0.03, size=base.shape).astype(np.float32)
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            ids, metas = [], []
-            for i in range(start, start + n):
-                if i < args.notes:
-                    key, kind, item_type, idx = f"N{i:06d}", "note", "note", 0
-                else:
-                    j = i - args.notes
-                    key, kind, item_type, idx = f"P{j // 10:06d}", "paper", "journalArticle", j % 10
-                ids.append(f"{key}#{idx}")
-                metas.append(chunk_metadata(key=key, kind=kind, item_type=item_type, title=key, chunk_index=idx,
-                                            collection_keys=["C1"] if i % 7 == 0 else []))
-            store.upsert(ids, vectors, metas)
-        out["vector_insert_s"] = round(time.perf_counter() - started, 1)
-        out["vector_insert_per_s"] = round(total / (time.perf_counter() - started), 0)
-        out["vector_count"] = store.count()
-
-        started = time.perf_counter()
-        conn.execute("BEGIN IMMEDIATE")
-        for i in range(total):
-            doc = corpus[i % len(corpus)]
-            if i < args.notes:
-                key, kind, idx = f"N{i:06d}", "note", 0
-            else:
-                j = i - args.notes
-                key, kind, idx = f"P{j // 10:06d}", "paper", j % 10
-            row = fts.ChunkRow(chunk_id=f"{key}#{idx}", key=key, kind=kind, text=doc["text"], title=doc["title"],
-                               item_type="note" if kind == "note" else "journalArticle", chunk_index=idx)
-            if idx == 0 or kind == "note":
-                rows = [row]
-                fts.replace_document(conn, fts.DocumentRow(key=key, kind=kind, title=doc["title"]), rows)
-            else:
-                conn.execute("""INSERT INTO chunks(chunk_id, key, kind, item_type, title, text, chunk_index)
-                                VALUES (?, ?, ?, ?, ?, ?, ?)""",
-                             (row.chunk_id, key, kind, row.item_type, row.title, row.text, idx))
-        conn.execute("COMMIT")
-        out["fts_insert_s"] = round(time.perf_counter() - started, 1)
-
-        embed_t, vec_t, vec100_t, vec_filtered_t, fts_t, total_t = [], [], [], [], [], []
-        store.query(real[0], 10)                          # warm
-        for q in queries:
-            t0 = time.perf_counter()
-            qv = embedder.embed([q])[0]
-            t1 = time.perf_counter()
-            dense = store.query(qv, 10)
-            t2 = time.perf_counter()
-            lexical = fts.search(conn, fts.natural_query(q), 100)
-            t3 = time.perf_counter()
-            store.query(qv, 100)
-            t4 = time.perf_counter()
-            store.query(qv, 10, where_for({"item_type": "note", "collection": "C1"}))
-            t5 = time.perf_counter()
-            assert dense and lexical is not None
-            embed_t.append(t1 - t0)
-            vec_t.append(t2 - t1)
-            fts_t.append(t3 - t2)
-            vec100_t.append(t4 - t3)
-            vec_filtered_t.append(t5 - t4)
-            total_t.append((t1 - t0) + (t4 - t3) + (t3 - t2))   # one hybrid search: embed + dense@100 + fts@100
-        for name, values in [("query_embed", embed_t), ("vector_k10", vec_t), ("vector_k100", vec100_t),
-                             ("vector_k10_filtered", vec_filtered_t), ("fts_top100", fts_t),
-                             ("hybrid_total", total_t)]:
-            out[f"{name}_ms"] = {"p50": pct(values, 50), "p95": pct(values, 95)}
-
-        # Cost another kernel's write imposes on this one: the next query reopens the store from disk.
-        reopen = []
-        for _ in range(3):
-            (paths.locks / "chroma.generation").write_text(f"bench-{time.time_ns()}")
-            t0 = time.perf_counter()
-            store.query(real[1], 10)
-            reopen.append(time.perf_counter() - t0)
-        out["reopen_after_foreign_write_ms"] = {"p50": pct(reopen, 50), "max": pct(reopen, 100)}
-        out["chroma_dir_mb"] = round(sum(f.stat().st_size for f in paths.chroma.rglob("*") if f.is_file()) / 2**20, 0)
-        out["meta_db_mb"] = round(paths.meta_db.stat().st_size / 2**20, 0)
-        store.close()
-        conn.close()
-    out["peak_rss_mb"] = rss_mb()
+    cache = args.cache / f"n{args.notes}-p{args.papers}x{args.chunks_per_paper}-r{args.real}"
+    if args.build_only:
+        print(json.dumps(build(cache, args.notes, args.papers, args.chunks_per_paper, args.real)))
+        return
+    out: dict = {"notes": args.notes, "paper_chunks": args.papers * args.chunks_per_paper, "cache": str(cache)}
+    marker = cache / "built.json"
+    if not marker.is_file():
+        shutil.rmtree(cache, ignore_errors=True)
+        cache.mkdir(parents=True)
+        child = subprocess.run([sys.executable, __file__, "--build-only", "--notes", str(args.notes),
+                                "--papers", str(args.papers), "--chunks-per-paper", str(args.chunks_per_paper),
+                                "--real", str(args.real), "--cache", str(args.cache)],
+                               check=True, capture_output=True, text=True)
+        marker.write_text(child.stdout.strip().splitlines()[-1])
+    out["build"] = json.loads(marker.read_text())
+    out.update(measure(cache, args.queries, args.embed_threads))
+    out["load_average"] = [round(x, 2) for x in __import__("os").getloadavg()]
     print(json.dumps(out, indent=1))
 
 

@@ -159,24 +159,40 @@ def launch_chromium(playwright, executable: str):
 
 def open_notebook(page, lab: JupyterLab, name: str, *, timeout_ms: int = 120_000) -> None:
     """Open a notebook and wait until its kernel is idle."""
-    page.goto(lab.url(f"lab/tree/{name}"))
+    page.goto(lab.url(f"lab/tree/{name}?reset"))        # ?reset: no tabs restored from an earlier test
     page.wait_for_selector(".jp-Notebook", timeout=timeout_ms)
-    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=timeout_ms)
+    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]:visible', timeout=timeout_ms)
 
 
-def run_all_cells(page) -> None:
-    """Run every cell (Run → Run All Cells), after focusing the notebook so the command applies."""
-    page.click(".jp-Cell .jp-InputArea-editor")
-    page.keyboard.press("Escape")
-    page.click('.lm-MenuBar-item:has-text("Run")')
-    page.click('.lm-Menu-item:has-text("Run All Cells")')
+def run_all_cells(page, *, attempts: int = 3) -> None:
+    """Run every cell (Run → Run All Cells), after focusing the notebook so the command applies.
+
+    Right after a notebook opens, JupyterLab sometimes drops the command (the kernel session is
+    still being wired up); so check that a code cell started ([*] or [n]) and retry if not.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(attempts):
+        page.locator(".jp-CodeCell .jp-InputArea-editor").first.click()
+        page.keyboard.press("Escape")
+        page.click('.lm-MenuBar-item:has-text("Run")')
+        page.click('.lm-Menu-item:has-text("Run All Cells")')
+        try:
+            page.wait_for_function(
+                r"""() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                        .some(p => /\[(\*|\d+)\]/.test(p.textContent))""", timeout=20_000)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")   # close a menu left open
+    raise AssertionError(f"Run All Cells did not start the notebook after {attempts} attempts")
 
 
 def wait_kernel_idle(page, *, timeout_ms: int = 300_000) -> None:
     """Wait until the kernel went busy and came back idle (or was idle all along)."""
     page.wait_for_function(
         """() => {
-            const el = document.querySelector('.jp-Notebook-ExecutionIndicator');
+            const el = [...document.querySelectorAll('.jp-Notebook-ExecutionIndicator')]
+                .find(e => e.offsetParent !== null);
             const pending = [...document.querySelectorAll('.jp-InputPrompt')]
                 .some(p => p.textContent.includes('[*]'));
             return el && el.getAttribute('data-status') === 'idle' && !pending;

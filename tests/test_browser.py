@@ -117,15 +117,18 @@ def test_quickstart_chat_save_as_note_and_find_it(page, lab, artifacts_dir):
     page.locator(".zc-chat .zc-bubble-assistant").last.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "quickstart-answer.png"))
 
-    collection = page.locator(".zc-chat .zc-save-collection select option").nth(1).inner_text()
-    page.select_option(".zc-chat .zc-save-collection select", label=collection)
+    option = page.locator(".zc-chat .zc-save-collection select option").nth(1).inner_text()
+    page.select_option(".zc-chat .zc-save-collection select", label=option)
+    collection = option.replace("\xa0", " ")              # ipywidgets shows spaces as no-break spaces
     page.locator(".zc-chat .zc-save-note").last.click()
-    status = page.wait_for_selector(".zc-chat .zc-chat-status .zc-saved", timeout=60_000)
+    status = page.wait_for_selector(".zc-chat .zc-bubble-assistant .zc-saved-line .zc-saved", timeout=60_000)
     assert f"Saved to collection ‘{collection}’ as ‘{QUESTION}’" in status.inner_text()
     page.screenshot(path=str(artifacts_dir / "quickstart-saved.png"))
 
     bs.add_and_run_cell(page, f'found = wb.search("{QUESTION}", k=5)\nfound')
+    # the notebook's own searches ran before this save, so only the new cell's results can hold it
     page.wait_for_function(
-        """(title) => [...document.querySelectorAll('.jp-Cell:last-child .jp-OutputArea-output')]
+        """(title) => [...document.querySelectorAll('.jp-OutputArea-output .zocrates-search')]
                .some(o => o.textContent.includes(title))""", arg=QUESTION, timeout=120_000)
+    page.locator(".zocrates-search").last.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "quickstart-search.png"))

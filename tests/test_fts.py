@@ -180,3 +180,110 @@ def test_chunk_and_document_rows_round_trip(conn):
     assert row["AAAA2222:0"].collections == ("C1", "Name") and row["AAAA2222:0"].section == "Intro"
     doc = fts.documents(conn, ["AAAA2222"])["AAAA2222"]
     assert (doc.first_author, doc.year, doc.abstract) == ("Ståhl", 2016, "abs")
+
+
+def test_schema_ready_lets_an_open_skip_the_write_lock(conn):
+    assert fts.schema_ready(conn)
+    assert not fts.schema_ready(conn, 2.0)
+    fts.set_title_weight(conn, 2.0)
+    assert fts.schema_ready(conn, 2.0)
+    fresh = sqlite3.connect(":memory:")
+    assert not fts.schema_ready(fresh)
+
+
+# ---------------------------------------------------------------------------- selective candidates
+
+from zocrates_nb.index import ranking  # noqa: E402
+
+
+def test_plan_terms_takes_the_rarest_words_within_the_budget():
+    df = {"visium": 1, "barcode": 3, "tissue": 12, "study": 25, "cell": 60}
+    plan = ranking.plan_terms(["cell", "visium", "tissue", "study", "barcode"], df, 60, share=0.1, floor=0)
+    assert plan.select == ("visium", "barcode")            # 1 + 3 <= 6 rows; tissue would exceed
+    assert plan.score_only == ("tissue", "study")          # still scored, in query order
+    assert plan.dropped == ("cell",) and plan.restricted    # in half the rows or more: bm25 IDF is 1e-6
+    everyday = ranking.plan_terms(["cell", "study"], df, 60, share=0.1, floor=0)
+    assert everyday.select == ("study",) and everyday.dropped == ("cell",)   # the rarest word always selects
+    roomy = ranking.plan_terms(["visium", "tissue"], df, 60, share=0.1, floor=100)
+    assert roomy.select == ("visium", "tissue") and not roomy.restricted
+    assert ranking.plan_terms([], df, 60) == ranking.TermPlan(())
+
+
+def test_plan_match_doubles_every_word_so_bm25_order_is_exact():
+    plan = ranking.TermPlan(select=("visium",), score_only=("tissue",), dropped=("cell",))
+    assert fts.plan_match(plan) == ('("visium") AND ("visium" OR "tissue" OR "tissue")', 2.0)
+    assert fts.plan_match(ranking.TermPlan(("a", "b"))) == ('"a" OR "b"', 1.0)
+    assert fts.plan_match(ranking.TermPlan(())) == (None, 1.0)
+
+
+def _library(conn, n=60):
+    """cell in every chunk, study in 25, tissue in 12, barcode in 3, visium in 1."""
+    for i in range(n):
+        words = ["cell"] + ["study"] * (i < 25) + ["tissue"] * (i % 5 == 0) + ["barcode"] * (i in (7, 19, 33)) \
+            + ["visium"] * (i == 19) + ["filler"] * (i % 3)
+        _put(conn, f"DOC{i:05d}", [" ".join(words)])
+
+
+@pytest.fixture
+def selective(conn, monkeypatch):
+    monkeypatch.setattr(ranking, "CANDIDATE_FLOOR", 0)     # the default floor would make 60 rows all candidates
+    _library(conn)
+    sent = []
+    real_search = fts.search
+    monkeypatch.setattr(fts, "search", lambda c, match, *a, **kw: sent.append(match) or real_search(c, match, *a, **kw))
+    return sent
+
+
+def _matches(conn, match):
+    return conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchone()[0]
+
+
+def test_common_words_no_longer_rank_half_the_index(conn, selective):
+    query = "cell study tissue barcode visium"
+    plain = fts.search(conn, fts.natural_query(query), 3)
+    selective.clear()
+    found = fts.lexical_search(conn, query, 3)
+    assert selective == ['("barcode" OR "visium") AND ("barcode" OR "visium" OR "study" OR "tissue" OR '
+                         '"study" OR "tissue")']                     # no fallback to the plain OR
+    assert _matches(conn, selective[0]) == 3 and _matches(conn, fts.natural_query(query)) == 60
+    assert [r[:2] for r in found] == [r[:2] for r in plain]          # same rows, same order
+    assert [r[2] for r in found] == pytest.approx([r[2] for r in plain])   # and plain bm25 scores
+
+
+def test_fewer_candidates_than_the_limit_fall_back_to_the_plain_query(conn, selective):
+    query = "cell study tissue barcode visium"
+    found = fts.lexical_search(conn, query, 10)
+    assert len(selective) == 2 and selective[1] == fts.natural_query(query)
+    assert found == fts.search(conn, fts.natural_query(query), 10)
+    # a selective filter never loses rows to the candidate budget: DOC00001 has none of the rare words
+    assert [k for _, k, _ in fts.lexical_search(conn, query, 10, {"parent_key": "PAR"})] == []
+    _put(conn, "DOC00100", ["cell study"], parent_key="PAR")
+    assert [k for _, k, _ in fts.lexical_search(conn, query, 10, {"parent_key": "PAR"})] == ["DOC00100"]
+
+
+def test_restricted_query_keeps_fts_as_the_driving_table(conn, selective):
+    statements = []
+    conn.set_trace_callback(statements.append)               # the SQL as run, values bound
+    fts.lexical_search(conn, "cell study tissue barcode visium", 3)
+    conn.set_trace_callback(None)
+    ranked = [s for s in statements if "ORDER BY" in s and "barcode" in s]
+    assert len(ranked) == 1
+    plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + ranked[0])]
+    scans = [p for p in plan if p.startswith(("SCAN ", "SEARCH "))]
+    assert scans[0].startswith("SCAN chunks_fts VIRTUAL TABLE")          # FTS5 drives, ranks, limits
+    assert "SEARCH c USING INTEGER PRIMARY KEY (rowid=?)" in scans       # chunks only by rowid
+    assert not [p for p in scans if p.split()[1] == "c" and p.startswith("SCAN")]
+
+
+def test_document_frequencies_follow_writes_of_any_connection(tmp_path):
+    path = tmp_path / "meta.db"
+    mine, other = (sqlite3.connect(path, isolation_level=None) for _ in range(2))
+    fts.ensure_schema(mine)
+    _put(mine, "AAAA2222", ["visium spots"])
+    freq = fts.DocumentFrequencies()
+    assert freq.lookup(mine, ["visium", "absent"]) == (1, {"visium": 1, "absent": 0})
+    _put(mine, "BBBB3333", ["visium again"])                 # our own write
+    assert freq.lookup(mine, ["visium"]) == (2, {"visium": 2})
+    _put(other, "CCCC4444", ["visium and absent"])           # another kernel's write
+    assert freq.lookup(mine, ["visium", "absent"]) == (3, {"visium": 3, "absent": 1})
+    mine.close(), other.close()

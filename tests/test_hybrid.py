@@ -266,3 +266,70 @@ def test_model_load_failure_says_what_to_install(data_dir, monkeypatch):
         idx.search("anything", mode="dense")
     assert "onnxruntime" in err.value.message and "pip install" in err.value.hint
     idx.close()
+
+
+def test_invalid_search_config_is_a_clear_error(data_dir):
+    from zocrates_nb.errors import ConfigError
+
+    for bad in ({"rrf_k": "many"}, {"depth": 0}, {"title_weight": -1}):
+        with pytest.raises(ConfigError) as err:
+            HybridIndex(DataPaths(data_dir), {"search": bad})
+        assert "search" in err.value.message and "rrf_k" in err.value.hint
+    idx = HybridIndex(DataPaths(data_dir), {"search": {"rrf_k": 5, "title_weight": 2}})
+    assert idx.rrf_k == 5 and idx.stats()["rrf_k"] == 5
+    idx.close()
+
+
+def test_parallel_and_serial_hybrid_search_agree(index, data_dir, embedder):
+    """FTS on the worker thread beside the embedding gives exactly the serial results, for every query."""
+    serial = HybridIndex(DataPaths(data_dir), {"search": {"parallel": False}}, embedder=embedder)
+    assert index.parallel and not serial.parallel
+    for query in ("deconvolve Visium spots", "tissue sections gene expression", "espresso",
+                  "hippocampus olfactory bulb clustering", "zzzz nothing matches this"):
+        for filters in (None, {"item_type": "note"}, {"parent_key": "PAPR2222"}):
+            both = [idx.search(query, k=5, filters=filters) for idx in (index, serial)]
+            assert [(h.chunk_id, h.score, h.ranks) for h in both[0]] == [(h.chunk_id, h.score, h.ranks)
+                                                                         for h in both[1]]
+    assert index._pool is not None and serial._pool is None      # the worker really ran
+    serial.close()
+    index.close()
+    assert index._pool is None                                    # close() stops the worker
+
+
+def test_a_failing_dense_side_does_not_strand_the_fts_worker(index, monkeypatch):
+    class Broken:
+        model_id, dim = "sentence-transformers/all-MiniLM-L6-v2", 384
+
+        def embed(self, texts):
+            raise ZocratesError("The embedder broke.", hint="Reinstall it.")
+
+    index.search("Visium", k=1)                                   # store open and reconciled
+    monkeypatch.setattr(index, "_embedder", Broken())
+    with pytest.raises(ZocratesError, match="embedder broke"):
+        index.search("deconvolve Visium spots")                   # search(): no fallback
+    hits, notices = index.search_with_notices("deconvolve Visium spots")
+    assert hits[0].key == "NOTE2222" and "Dense retrieval is unavailable" in notices[0]
+    assert index.search("deconvolve Visium spots", mode="lexical")[0].key == "NOTE2222"   # lock was released
+
+
+def test_vector_search_beam_is_widened_for_new_and_old_collections(data_dir, monkeypatch):
+    """ef_search=100 (Chroma's default) missed most of the true top-10 for some queries at 60k vectors."""
+    import numpy as np
+
+    from zocrates_nb.index import vectors
+
+    paths = DataPaths(data_dir)
+    monkeypatch.setattr(vectors, "HNSW_EF_SEARCH", 100)         # a collection made before the change
+    old = vectors.VectorStore(paths, model_id="m", dim=3)
+    old.upsert(["a:0", "b:0"], np.eye(3)[:2], [vectors.chunk_metadata(key=k, kind="note", item_type="note",
+                                                                      title="", chunk_index=0) for k in "ab"])
+    assert old._handle.collection.configuration_json["hnsw"]["ef_search"] == 100
+    old.close()
+    monkeypatch.setattr(vectors, "HNSW_EF_SEARCH", 400)
+    reopened = vectors.VectorStore(paths, model_id="m", dim=3)
+    assert [cid for cid, _ in reopened.query([1.0, 0.1, 0.0], 1)] == ["a:0"]
+    assert reopened._handle.collection.configuration_json["hnsw"]["ef_search"] == 400
+    reopened.close()
+    fresh = vectors.VectorStore(DataPaths(data_dir / "fresh"), model_id="m", dim=3)
+    assert fresh.count() == 0 and fresh._handle.collection.configuration_json["hnsw"]["ef_search"] == 400
+    fresh.close()

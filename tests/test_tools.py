@@ -51,6 +51,11 @@ def test_long_note_is_referenced_with_abstract_and_read_hint():
                              'Full note (80 words): call read_document("NOTE2222")')
 
 
+def test_long_note_without_abstract_opens_after_its_title():
+    h = hit(title="RCTD modes", text="# RCTD modes\n\nUse full mode on Visium.", word_count=64)
+    assert format_hit(h).splitlines()[2] == "Abstract: Use full mode on Visium."
+
+
 def test_long_chunked_child_note_shows_the_matching_passage():
     h = hit(chunk_id="NOTE2222:3", parent_key="PAPR2222", title="Reading log", section="Week 3",
             text="Passage about spots.", word_count=900, abstract="A long log.")
@@ -224,3 +229,5 @@ def test_bad_input_and_tool_call_dispatch(tools):
     assert json.loads(tools.call_tool("get_document_toc", '{"key": "LXNG2222"}'))[0]["level"] >= 1
     assert tools.call_tool("search_corpus", "{not json").startswith("Error: the arguments were not valid JSON")
     assert "unknown tool" in tools.call_tool("delete_everything", {})
+    capped = tools.search_corpus("spots", k=500)
+    assert len(capped) <= 50 and "capped at 50" in capped.notice

@@ -59,6 +59,13 @@ def _one_line(text: str, max_words: int | None = None) -> str:
     return " ".join(words)
 
 
+def _without_title(text: str, title: str) -> str:
+    """The note's opening without its first line when that line is the title (Zotero's note title)."""
+    plain = markdown_to_plain(text)
+    first, _, rest = plain.partition("\n")
+    return rest if title and first.strip() == title.strip() and rest.strip() else plain
+
+
 def _word_count(hit: SearchHit) -> int:
     return hit.word_count if hit.word_count is not None else len(hit.text.split())
 
@@ -83,10 +90,11 @@ def format_hit(hit: SearchHit) -> str:
             lines.extend(f"> {line}" for line in markdown_to_plain(hit.text).splitlines())
             return "\n".join(lines)
         lines.append(f"Title: {_one_line(hit.title) or '(untitled)'}")
-        abstract = hit.abstract or hit.text
+        abstract = hit.abstract or _without_title(hit.text, hit.title)
         lines.append(f"Abstract: {_one_line(abstract, _EXCERPT_WORDS)}")
-        if hit.section or hit.chunk_id.rsplit(":", 1)[-1] != "0":
-            where = f' (section "{_one_line(hit.section)}")' if hit.section else ""
+        if not hit.chunk_id.endswith(":0"):       # the first passage is what the abstract summarises
+            show_section = hit.section and hit.section.strip() != hit.title.strip()
+            where = f' (section "{_one_line(hit.section)}")' if show_section else ""
             lines.append(f"Matching passage{where}: {_one_line(hit.text, _EXCERPT_WORDS)}")
         lines.append(f'Full note ({_word_count(hit)} words): call read_document("{hit.key}")')
         return "\n".join(lines)
@@ -156,11 +164,15 @@ def _rank(value: int | None) -> str:
     return "–" if value is None else f"#{value}"
 
 
+_LEFT = 'style="text-align:left"'
+
+
 def render_results_html(results: SearchResults) -> str:
     """A compact table: provenance, title/citation, inlined note or excerpt, ranks, score.
 
     Every string from a note or paper goes through ``html.escape``; nothing from the
-    corpus is ever emitted as markup.
+    corpus is ever emitted as markup. Cells carry ``text-align:left`` themselves because
+    JupyterLab's output CSS right-aligns table cells.
     """
     esc = html.escape
     parts = ['<div class="zocrates-search" style="font-size:0.9em">',
@@ -168,9 +180,9 @@ def render_results_html(results: SearchResults) -> str:
              f"<span style=\"color:#666\">({esc(results.mode)}, {results.latency_ms:.0f} ms)</span></p>"]
     if results.notice:
         parts.append(f'<p style="color:#8a5a00">{esc(results.notice)}</p>')
-    parts.append('<table style="border-collapse:collapse;text-align:left">'
-                 "<thead><tr><th>#</th><th>Source</th><th>Title</th><th>Evidence</th>"
-                 "<th>Lexical</th><th>Dense</th><th>Score</th></tr></thead><tbody>")
+    head = "".join(f"<th {_LEFT}>{name}</th>" for name in
+                   ("#", "Source", "Title", "Evidence", "Lexical", "Dense", "Score"))
+    parts.append(f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead><tbody>')
     for i, hit in enumerate(results.hits, start=1):
         if hit.kind == "note":
             source = f"note <code>{esc(hit.key)}</code>"
@@ -190,9 +202,10 @@ def render_results_html(results: SearchResults) -> str:
         else:
             section = f"<small>§ {esc(hit.section)}</small><br>" if hit.section else ""
             evidence = section + esc(_one_line(hit.text, 40))
-        parts.append(f'<tr style="border-top:1px solid #ddd;vertical-align:top"><td>{i}</td><td>{source}</td>'
-                     f"<td>{title}</td><td>{evidence}</td><td>{_rank(hit.ranks.get('lexical'))}</td>"
-                     f"<td>{_rank(hit.ranks.get('dense'))}</td><td>{hit.score:.4f}</td></tr>")
+        cells = (i, source, title, evidence, _rank(hit.ranks.get("lexical")), _rank(hit.ranks.get("dense")),
+                 f"{hit.score:.4f}")
+        parts.append('<tr style="border-top:1px solid #ddd;vertical-align:top">'
+                     + "".join(f"<td {_LEFT}>{cell}</td>" for cell in cells) + "</tr>")
     parts.append("</tbody></table></div>")
     return "".join(parts)
 
@@ -215,10 +228,13 @@ class LibraryTools:
         mode = mode or self.mode
         text, _ = prepare_query(query)           # raises QueryError on empty input
         try:
-            k = max(1, min(int(k), _MAX_K))
+            asked = int(k)
         except (TypeError, ValueError):
             raise QueryError(f"k must be a whole number, got {k!r}.", hint="For example k=10.") from None
+        k = max(1, min(asked, _MAX_K))
         hits, notices = self.index.search_with_notices(query, k=k, filters=filters, mode=mode)
+        if asked > _MAX_K:
+            notices.append(f"k={asked} was capped at {_MAX_K} results.")
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         results = SearchResults(query=text, hits=hits, evidence_text=format_evidence(text, hits, notices),
                                 notice=" ".join(notices) or None, mode=mode, filters=dict(filters or {}),

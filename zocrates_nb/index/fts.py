@@ -18,6 +18,9 @@ Shape (see ../shared/docs/reliability-perf-anchors.md §2):
   before ``MATCH``: FTS5 parses the bound string as its own query language.
 - Ranking happens inside an FTS-only sub-query (``ORDER BY rank LIMIT n``); with
   filters the FTS table stays the driver through ``CROSS JOIN``.
+- bm25 must be computed for every row a query matches, so :func:`lexical_search` ranks
+  only the rows of a question's rarer words and lets the everyday words score those
+  (reliability-perf-anchors.md §2.3/§2.6: cost is linear in the rows ranked).
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from zocrates_nb.index.ranking import TermPlan, plan_terms
+
 __all__ = [
-    "TOKENIZER", "ChunkRow", "DocumentRow", "ensure_schema", "quote_fts", "natural_query",
-    "replace_document", "delete_document", "search", "chunk_ids", "chunk_rows",
+    "TOKENIZER", "ChunkRow", "DocumentRow", "ensure_schema", "quote_fts", "natural_query", "query_terms",
+    "plan_match", "DocumentFrequencies", "lexical_search", "chunk_keys", "replace_document", "delete_document", "search", "chunk_ids", "chunk_rows",
     "documents", "integrity_check", "clear", "set_title_weight",
 ]
 
@@ -143,6 +148,30 @@ def ensure_schema(conn: sqlite3.Connection, title_weight: float | None = None) -
         set_title_weight(conn, title_weight)
 
 
+_OBJECTS = ("chunks", "chunks_by_key", "chunks_by_parent", "chunks_fts", "chunks_ai", "chunks_ad",
+            "chunks_au", "index_documents")
+
+
+def schema_ready(conn: sqlite3.Connection, title_weight: float | None = None) -> bool:
+    """True when every table/trigger exists (and the rank weights match): opening needs no write.
+
+    Checked read-only first so that a kernel opening the index never queues behind
+    another kernel's long sync transaction just to run ``CREATE … IF NOT EXISTS``.
+    """
+    marks = ",".join("?" * len(_OBJECTS))
+    found = conn.execute(f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _OBJECTS).fetchone()[0]
+    if found != len(_OBJECTS):
+        return False
+    if title_weight is None:
+        return True
+    row = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'rank'").fetchone()
+    return bool(row) and row[0] == _rank_expression(title_weight)
+
+
+def _rank_expression(title_weight: float) -> str:
+    return f"bm25({float(title_weight)!r}, 1.0)"
+
+
 def _split_sql(script: str) -> list[str]:
     """Statements of a script, one by one (``executescript`` would COMMIT the caller's transaction)."""
     out, buf = [], ""
@@ -156,7 +185,7 @@ def _split_sql(script: str) -> list[str]:
 
 def set_title_weight(conn: sqlite3.Connection, title_weight: float) -> None:
     """Persist the bm25 column weights as FTS5's ``rank`` so ``ORDER BY rank`` stays the fast path."""
-    wanted = f"bm25({float(title_weight)!r}, 1.0)"
+    wanted = _rank_expression(title_weight)
     row = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'rank'").fetchone()
     if not row or row[0] != wanted:
         conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('rank', ?)", (wanted,))
@@ -183,6 +212,20 @@ def quote_fts(query: str, operator: str = "AND") -> str | None:
     return (" " if operator == "AND" else " OR ").join(_quote_token(t) for t in tokens)
 
 
+def query_terms(query: str, *, drop_stopwords: bool = True, max_terms: int = 64) -> list[str]:
+    """The distinct lower-cased word tokens of a question, stopwords dropped (unless that leaves none)."""
+    words = [w.lower() for w in _WORD.findall(query or "")]
+    unique = list(dict.fromkeys(words))
+    if drop_stopwords:
+        content = [w for w in unique if w not in _STOPWORDS]
+        unique = content or unique
+    return unique[:max_terms]
+
+
+def _or(terms: Iterable[str]) -> str:
+    return " OR ".join(_quote_token(t) for t in terms)
+
+
 def natural_query(query: str, *, drop_stopwords: bool = True, max_terms: int = 64) -> str | None:
     """The query we send for natural-language questions: OR of the distinct word tokens.
 
@@ -191,15 +234,75 @@ def natural_query(query: str, *, drop_stopwords: bool = True, max_terms: int = 6
     scored 0.6868 nDCG@10 on SciFact with the porter tokenizer. Stopwords are dropped
     unless the query is nothing but stopwords.
     """
-    words = [w.lower() for w in _WORD.findall(query or "")]
-    unique = list(dict.fromkeys(words))
-    if drop_stopwords:
-        content = [w for w in unique if w not in _STOPWORDS]
-        unique = content or unique
-    unique = unique[:max_terms]
-    if not unique:
-        return None
-    return " OR ".join(_quote_token(w) for w in unique)
+    return _or(query_terms(query, drop_stopwords=drop_stopwords, max_terms=max_terms)) or None
+
+
+def plan_match(plan: TermPlan) -> tuple[str | None, float]:
+    """The MATCH expression for a :class:`TermPlan`, and the factor its bm25 scores carry.
+
+    ``(S) AND (S OR C OR C)``: only rows with a selecting word are ranked, and every word
+    still scores them. FTS5 sums bm25 over the expression's phrases, so S appears twice and C
+    is written twice too: each candidate's rank is then exactly 2 × its plain-OR bm25, and the
+    order is unchanged (checked in tests/test_fts.py).
+    """
+    if not plan.select:
+        return None, 1.0
+    if not plan.score_only:
+        return _or(plan.select), 1.0
+    both = list(plan.select) + list(plan.score_only) * 2
+    return f"({_or(plan.select)}) AND ({_or(both)})", 2.0
+
+
+class DocumentFrequencies:
+    """How many chunks each query word matches, cached until the index changes.
+
+    One per connection (not thread-safe: callers hold their connection's lock). The counts
+    only decide which words select candidate rows, so the cache is simply dropped whenever
+    ``PRAGMA data_version`` (another connection committed) or our own ``total_changes`` moves.
+    A cold word costs one ``count(*)`` of its matches — far cheaper than ranking them.
+    """
+
+    def __init__(self, max_words: int = 20_000) -> None:
+        self.max_words = max_words
+        self._version: tuple[int, int] | None = None
+        self._rows = 0
+        self._counts: dict[str, int] = {}
+
+    def lookup(self, conn: sqlite3.Connection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """``(indexed rows, {term: matching rows})``."""
+        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        if version != self._version or len(self._counts) > self.max_words:
+            self._counts.clear()
+            self._rows = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            self._version = version
+        for term in terms:
+            if term not in self._counts:
+                self._counts[term] = conn.execute(
+                    "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (_quote_token(term),)).fetchone()[0]
+        return self._rows, {t: self._counts[t] for t in terms}
+
+
+def lexical_search(conn: sqlite3.Connection, query: str, limit: int, filters: Mapping[str, str] | None = None,
+                   frequencies: DocumentFrequencies | None = None) -> list[tuple[str, str, float]]:
+    """bm25-ranked ``(chunk_id, key, bm25)`` for a natural-language question (best first).
+
+    Same ranking as ``search(conn, natural_query(query), …)``, but only rows holding one of the
+    query's rarer words are ranked (:func:`~zocrates_nb.index.ranking.plan_terms`), so a question
+    full of everyday words costs a few thousand rows, not half the index. When that leaves fewer
+    than ``limit`` results (a tiny index, a selective filter), the plain OR query runs instead, so
+    no row the old query would have returned within ``limit`` goes missing.
+    """
+    terms = query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    frequencies = frequencies or DocumentFrequencies()
+    total, counts = frequencies.lookup(conn, terms)
+    plan = plan_terms(terms, counts, total)
+    match, scale = plan_match(plan)
+    found = search(conn, match, limit, filters)
+    if plan.restricted and len(found) < limit:
+        return search(conn, _or(terms), limit, filters)
+    return [(cid, key, score / scale) for cid, key, score in found] if scale != 1.0 else found
 
 
 def replace_document(conn: sqlite3.Connection, doc: DocumentRow, rows: Sequence[ChunkRow]) -> list[str]:
@@ -312,6 +415,20 @@ def filtered_chunk_ids(conn: sqlite3.Connection, filters: Mapping[str, str] | No
 
 def chunk_ids(conn: sqlite3.Connection) -> set[str]:
     return {cid for (cid,) in conn.execute("SELECT chunk_id FROM chunks")}
+
+
+def chunk_keys(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
+    """``chunk_id → document key`` (missing ids absent): what collapsing needs, without the texts.
+
+    Ten times cheaper than :func:`chunk_rows` for the ~200 candidates of a hybrid search.
+    """
+    ids = list(ids)
+    out: dict[str, str] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        marks = ",".join("?" * len(part))
+        out.update(conn.execute(f"SELECT chunk_id, key FROM chunks WHERE chunk_id IN ({marks})", part))
+    return out
 
 
 def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkRow]:

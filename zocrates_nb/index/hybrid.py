@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from zocrates_nb.errors import IndexCorruptError, QueryError, ZocratesError
+from zocrates_nb.errors import ConfigError, IndexCorruptError, QueryError, ZocratesError
 from zocrates_nb.index import fts
 from zocrates_nb.index.ranking import (FILTER_NAMES, MAX_QUERY_CHARS, MODES, SearchHit, check_filters,
                                        prepare_query, rrf)
@@ -42,7 +43,8 @@ class HybridIndex:
     ``config`` is the workbench config: ``config["vectors"]`` goes to the vector
     store; ``config.get("search", {})`` may set ``rrf_k`` (20), ``depth`` (candidates
     per retriever, 100) and ``title_weight`` (bm25 weight of the title column, 3) — both
-    tuned on SciFact train with ``benchmarks/tune_retrieval.py``.
+    tuned on SciFact train with ``benchmarks/tune_retrieval.py`` — and ``parallel`` (True: in
+    hybrid mode FTS runs on a worker thread while the query is embedded).
     ``embedder`` defaults to the offline MiniLM model, loaded on first dense use, so
     lexical search and FTS staging never pay for it.
     """
@@ -52,22 +54,33 @@ class HybridIndex:
         self.paths = paths
         self.config = dict(config or {})
         search_cfg = dict(self.config.get("search") or {})
-        self.rrf_k = int(search_cfg.get("rrf_k", DEFAULT_RRF_K))
-        self.depth = int(search_cfg.get("depth", 100))
-        self.title_weight = float(search_cfg.get("title_weight", fts.DEFAULT_TITLE_WEIGHT))
+        try:
+            self.rrf_k = int(search_cfg.get("rrf_k", DEFAULT_RRF_K))
+            self.depth = int(search_cfg.get("depth", 100))
+            self.title_weight = float(search_cfg.get("title_weight", fts.DEFAULT_TITLE_WEIGHT))
+            self.parallel = bool(search_cfg.get("parallel", True))
+            if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
+                raise ValueError("out of range")
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f'config["search"] has an invalid value ({exc}): {search_cfg!r}',
+                              hint='Use numbers: {"rrf_k": 20, "depth": 100, "title_weight": 3.0}, '
+                                   'or remove the "search" section for the defaults.') from None
         self.auto_repair_limit = auto_repair_limit
         self._embedder = embedder
         self._vectors: Any = None
         self._reconciled = False
         self._pending: set[str] = set()          # chunk ids touched since the last commit_vectors
         self._lock = threading.RLock()
+        self._frequencies = fts.DocumentFrequencies()   # used under self._lock, like the connection
+        self._pool: ThreadPoolExecutor | None = None     # runs FTS beside the dense side (hybrid mode)
         Path(paths.root).mkdir(parents=True, exist_ok=True)
         try:
             self._conn = sqlite3.connect(str(paths.meta_db), isolation_level=None,
                                          check_same_thread=False, timeout=30.0)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA busy_timeout=30000")
-            self._write(lambda conn: fts.ensure_schema(conn, self.title_weight))
+            if not fts.schema_ready(self._conn, self.title_weight):
+                self._write(lambda conn: fts.ensure_schema(conn, self.title_weight))
         except sqlite3.DatabaseError as exc:
             raise IndexCorruptError(f"The search index in {paths.meta_db} cannot be opened: {exc}",
                                     hint=REBUILD_HINT) from exc
@@ -114,6 +127,8 @@ class HybridIndex:
 
     def _store(self) -> Any:
         """The vector store, opened on first use (without reconciling)."""
+        if self._vectors is not None:             # no lock once open: FTS may hold it on the worker thread
+            return self._vectors
         with self._lock:
             if self._vectors is None:
                 from zocrates_nb.index.embed import MODEL_DIM, MODEL_ID
@@ -271,24 +286,45 @@ class HybridIndex:
         depth = max(self.depth, k)
         lists: dict[str, list[str]] = {}
         raw_scores: dict[str, dict[str, float]] = {}
-        if mode in ("hybrid", "lexical"):
-            found = self._read(lambda conn: fts.search(conn, fts.natural_query(text), depth, filters))
-            lists["lexical"] = [cid for cid, _, _ in found]
-            raw_scores["lexical"] = {cid: -score for cid, _, score in found}
+        # hybrid: FTS runs on the worker thread while this one embeds the query and asks the vector
+        # store (sqlite3, onnxruntime and Chroma all release the GIL while they work)
+        job = self._lexical_pool().submit(self._lexical, text, depth, filters) \
+            if mode == "hybrid" and self.parallel else None
+        found: list[tuple[str, str, float]] | None = None
+        if mode == "lexical" or (mode == "hybrid" and job is None):
+            found = self._lexical(text, depth, filters)
         if mode in ("hybrid", "dense"):
             try:
                 found_dense = self._dense(text, depth, filters, query_embedding)
             except ZocratesError as exc:
                 if not (fallback and mode == "hybrid"):
+                    _settle(job)
                     raise
                 notices.append(f"Dense retrieval is unavailable, so these are lexical results only: "
                                f"{exc.message} {exc.hint or ''}".strip())
                 found_dense = []
+            except BaseException:
+                _settle(job)
+                raise
             lists["dense"] = [cid for cid, _ in found_dense]
             raw_scores["dense"] = {cid: 1.0 - dist for cid, dist in found_dense}
+        if job is not None:
+            found = job.result()
+        if found is not None:
+            lists = {"lexical": [cid for cid, _, _ in found], **lists}
+            raw_scores["lexical"] = {cid: -score for cid, _, score in found}
         if not any(lists.values()):
             self._check_not_lost()
         return self._assemble(lists, raw_scores, k, collapse, mode), notices
+
+    def _lexical(self, text: str, depth: int, filters: Mapping[str, str]) -> list[tuple[str, str, float]]:
+        return self._read(lambda conn: fts.lexical_search(conn, text, depth, filters, self._frequencies))
+
+    def _lexical_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zocrates-fts")
+            return self._pool
 
     def _dense(self, text: str, depth: int, filters: Mapping[str, str], query_embedding: Any) -> list[tuple[str, float]]:
         from zocrates_nb.index.vectors import where_for
@@ -302,22 +338,20 @@ class HybridIndex:
         """Fuse (or pass through) the per-retriever lists, collapse to documents, attach provenance."""
         chunk_fused = dict(rrf(lists, self.rrf_k))
         if collapse:
-            rows_needed = {c for ranking in lists.values() for c in ranking}
-            rows = self._read(lambda conn: fts.chunk_rows(conn, rows_needed))
-            doc_lists = {name: list(dict.fromkeys(rows[c].key for c in ranking if c in rows))
+            keys = self._read(lambda conn: fts.chunk_keys(conn, {c for ranking in lists.values() for c in ranking}))
+            doc_lists = {name: list(dict.fromkeys(keys[c] for c in ranking if c in keys))
                          for name, ranking in lists.items()}
             best_chunk: dict[str, str] = {}
             for cid, _ in sorted(chunk_fused.items(), key=lambda item: -item[1]):
-                if cid in rows:
-                    best_chunk.setdefault(rows[cid].key, cid)
+                if cid in keys:
+                    best_chunk.setdefault(keys[cid], cid)
             units, unit_lists = best_chunk, doc_lists
         else:
-            rows = None
             units = {c: c for ranking in lists.values() for c in ranking}
             unit_lists = lists
         fused = rrf(unit_lists, self.rrf_k)[:k]
         chosen = [units[u] for u, _ in fused if u in units]
-        rows = rows if rows is not None else self._read(lambda conn: fts.chunk_rows(conn, chosen))
+        rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
         docs = self._read(lambda conn: fts.documents(conn, {rows[c].key for c in chosen if c in rows}))
         positions = {name: {u: i for i, u in enumerate(r, start=1)} for name, r in unit_lists.items()}
         hits = []
@@ -370,6 +404,9 @@ class HybridIndex:
         self._read(fts.integrity_check)
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         with self._lock:
             if self._vectors is not None:
                 self._vectors.close()
@@ -378,6 +415,12 @@ class HybridIndex:
 
     def __repr__(self) -> str:
         return f"HybridIndex({self.paths.meta_db}, rrf_k={self.rrf_k})"
+
+
+def _settle(job: Future | None) -> None:
+    """Let a running FTS job finish before an error leaves search (its own error is secondary)."""
+    if job is not None:
+        wait([job])
 
 
 def _metadata(row: fts.ChunkRow) -> dict:

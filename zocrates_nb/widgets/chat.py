@@ -27,7 +27,9 @@ _STATIC = Path(__file__).parent / "static"
 #: Re-render a streaming bubble at most this often (seconds); the final text is always rendered.
 STREAM_RENDER_INTERVAL = 0.05
 NO_COLLECTION = "Unfiled (My Library)"
-NO_PARENT = "— no parent paper (standalone note) —"
+NO_PARENT = "— none (standalone note) —"
+#: a Dropdown treats the value None as "nothing selected" (a blank box), so "none" is ""
+_NONE = ""
 
 
 class ChatInput(anywidget.AnyWidget):
@@ -76,22 +78,26 @@ class ChatPanel:
         self.error.add_class("zc-chat-error")
         self.status = widgets.HTML("")
         self.status.add_class("zc-chat-status")
+        for line in (self.error, self.status):      # empty lines take no room in the panel
+            line.layout.display = "none"
+            line.observe(_hide_when_empty, names="value")
 
         self.input = ChatInput(layout=widgets.Layout(width="100%"))
         self.input.add_class("zc-chat-input")
         self.input.on_msg(self._on_input_msg)
 
-        self.collection_picker = widgets.Dropdown(description="Collection:", options=[(NO_COLLECTION, None)],
+        self.collection_picker = widgets.Dropdown(description="Collection:", options=[(NO_COLLECTION, _NONE)],
                                                   style={"description_width": "initial"})
         self.collection_picker.add_class("zc-save-collection")
-        self.parent_picker = widgets.Dropdown(description="or child of:", options=[(NO_PARENT, None)],
+        self.parent_picker = widgets.Dropdown(description="or child of:", options=[(NO_PARENT, _NONE)],
                                               style={"description_width": "initial"})
         self.parent_picker.add_class("zc-save-parent")
         self._fill_pickers()
         self.collection_picker.observe(self._picked_collection, names="value")
         self.parent_picker.observe(self._picked_parent, names="value")
         self.save_session_button = widgets.Button(description="Save session as Note", icon="save",
-                                                  tooltip="Save the whole conversation as one note")
+                                                  tooltip="Save the whole conversation as one note",
+                                                  layout=widgets.Layout(width="auto"))
         self.save_session_button.add_class("zc-save-session")
         self.save_session_button.on_click(lambda _b: self._guarded(self.save_session))
 
@@ -106,7 +112,7 @@ class ChatPanel:
 
     def _header_html(self) -> str:
         try:
-            source = self.workbench.source.describe()
+            source = self.workbench.source.describe().split(" (")[0]   # the label, not the file path
         except Exception as exc:  # a header must not stop the panel from opening
             source = f"library unavailable ({type(exc).__name__})"
         mode = "language model configured" if self._llm_configured() else "evidence-only mode (no LLM configured)"
@@ -124,18 +130,18 @@ class ChatPanel:
         self._collection_names = {c.key: c.name for c in self.workbench.collections()}
         self._paper_titles = {p.key: p.title for p in self.workbench.papers()}
         papers = {p.key: p for p in self.workbench.papers()}
-        self.collection_picker.options = [(NO_COLLECTION, None)] + [
+        self.collection_picker.options = [(NO_COLLECTION, _NONE)] + [
             (name, key) for key, name in self._collection_names.items()]
-        self.parent_picker.options = [(NO_PARENT, None)] + [
+        self.parent_picker.options = [(NO_PARENT, _NONE)] + [
             (_paper_label(p), key) for key, p in papers.items()]
 
     def _picked_collection(self, change: dict) -> None:
-        if change["new"] is not None and self.parent_picker.value is not None:
-            self.parent_picker.value = None        # a note is standalone xor a child
+        if change["new"] and self.parent_picker.value:
+            self.parent_picker.value = _NONE        # a note is standalone xor a child
 
     def _picked_parent(self, change: dict) -> None:
-        if change["new"] is not None and self.collection_picker.value is not None:
-            self.collection_picker.value = None
+        if change["new"] and self.collection_picker.value:
+            self.collection_picker.value = _NONE
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.root._repr_mimebundle_(**kwargs)
@@ -213,7 +219,7 @@ class ChatPanel:
 
     def _destination(self, collection_key: str | None, parent_key: str | None) -> tuple[str | None, str | None]:
         if collection_key is None and parent_key is None:
-            return self.collection_picker.value, self.parent_picker.value
+            return self.collection_picker.value or None, self.parent_picker.value or None
         return collection_key, parent_key
 
     def save_answer(self, index: int = -1, collection_key: str | None = None,
@@ -259,9 +265,11 @@ class ChatPanel:
             collection=self._collection_names.get(saved.collection_key) if saved.collection_key else None,
             parent=self._paper_titles.get(saved.parent_key, saved.parent_key) if saved.parent_key else None)
         html = f'<span class="zc-saved">✓ {render.escape(text)}</span>'
-        self.status.value = html
         if isinstance(bubble, _AssistantBubble):
-            bubble.saved_line.value = html
+            bubble.saved_line.value = html     # an answer's confirmation sits under that answer
+            self.status.value = ""
+        else:
+            self.status.value = html
 
     def refresh(self) -> None:
         """Re-read collections and papers into the dropdowns (after the library changed)."""
@@ -280,7 +288,8 @@ class _AssistantBubble:
         self.sources = widgets.HTML("")
         self.sources.add_class("zc-sources-box")
         self.save_button = widgets.Button(description="Save as Note", icon="bookmark", disabled=True,
-                                          tooltip="Save this answer as a Zotero note (destination below)")
+                                          tooltip="Save this answer as a Zotero note (destination below)",
+                                          layout=widgets.Layout(width="auto", flex="0 0 auto"))
         self.save_button.add_class("zc-save-note")
         self.saved_line = widgets.HTML("")
         self.saved_line.add_class("zc-saved-line")
@@ -311,6 +320,10 @@ class _AssistantBubble:
         partial = "".join(self.buffer)
         self.body.value = (render.markdown_to_html(partial) if partial else "") + \
             '<p class="zc-muted">No answer (see the error below).</p>'
+
+
+def _hide_when_empty(change: dict) -> None:
+    change["owner"].layout.display = None if change["new"] else "none"
 
 
 def _paper_label(paper: Any, limit: int = 70) -> str:

@@ -7,30 +7,19 @@ attacker-influenced, and JupyterLab runs ``<script>`` in trusted outputs (stored
 origin). Every untrusted fragment goes through ``zocrates_nb.sanitize.sanitize_html``; every plain
 string goes through ``html.escape``; only the structure built here is trusted.
 
-LaTeX (``$…$`` and ``$$…$$``) is protected from the Markdown parser and left as escaped text so that
+LaTeX (``$…$`` and ``$$…$$``) is protected from the Markdown parser and left as text so that
 JupyterLab's MathJax (or the ``HTMLMath`` widget) can typeset it.
 """
 
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
-
-from markdown_it import MarkdownIt
 
 #: Notes shorter than this are shown whole ("inlined"), like the agent tools do.
 INLINE_WORDS = 50
 SNIPPET_CHARS = 320
-
-_MATH_RE = re.compile(
-    r"(?<!\\)\$\$(?P<block>.+?)(?<!\\)\$\$"           # $$ display $$ (may span lines)
-    r"|(?<![\\$\w])\$(?P<inline>[^\s$](?:[^$\n]*?[^\s\\$])?)\$(?![\w$])",  # $inline$, not "$5 and $6"
-    re.DOTALL,
-)
-_PLACEHOLDER = "ZCMATHPLACEHOLDER{}X"
-_PLACEHOLDER_RE = re.compile(r"ZCMATHPLACEHOLDER(\d+)X")
 
 _KIND_LABELS = {"note": "note", "child_note": "child note", "paper": "paper"}
 
@@ -40,33 +29,18 @@ def escape(text: object) -> str:
     return html.escape("" if text is None else str(text), quote=True)
 
 
-def _markdown_parser() -> MarkdownIt:
-    # html=True: converted notes may carry inline HTML; it is sanitized right after rendering.
-    return MarkdownIt("commonmark", {"html": True, "linkify": False}).enable(["table", "strikethrough"])
-
-
-_MD = _markdown_parser()
-
-
-def _sanitize(fragment: str) -> str:
-    from zocrates_nb.sanitize import sanitize_html  # the one nh3 owner
-
-    return sanitize_html(fragment)
-
-
 def markdown_to_html(markdown: str | None) -> str:
-    """Markdown (a note, an answer) → sanitized HTML with LaTeX left intact for MathJax."""
+    """Markdown (a note, an answer) → sanitized HTML, with LaTeX kept as ``$…$`` text for MathJax.
+
+    The Markdown rendering is the one Save as Note uses (``convert.note_html``: math protected,
+    raw HTML escaped); the result still passes the display sanitizer before it is shown.
+    """
     if not markdown:
         return ""
-    maths: list[str] = []
+    from zocrates_nb.convert.note_html import markdown_to_note_body
+    from zocrates_nb.sanitize import sanitize_html  # the one nh3 owner
 
-    def protect(match: re.Match[str]) -> str:
-        maths.append(match.group(0))
-        return _PLACEHOLDER.format(len(maths) - 1)
-
-    protected = _MATH_RE.sub(protect, markdown)
-    rendered = _sanitize(_MD.render(protected))
-    return _PLACEHOLDER_RE.sub(lambda m: escape(maths[int(m.group(1))]), rendered)
+    return sanitize_html(markdown_to_note_body(markdown))
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
@@ -194,10 +168,11 @@ def render_source(item: Any) -> str:
     kind = field(item, "kind")
     parent_title = field(item, "parent_title")
     title = field(item, "title") or field(item, "label") or "(untitled)"
-    meta = [kind_label(kind, parent_title or field(item, "parent_key"))]
-    if field(item, "citation"):
-        meta.append(str(field(item, "citation")))
-    if parent_title:
+    label = kind_label(kind, parent_title or field(item, "parent_key"))
+    citation = str(field(item, "citation") or "")
+    # a note's citation already says "note" / "note on Cable et al., 2022": do not repeat the kind
+    meta = [citation] if citation.lower().startswith("note") else [label] + ([citation] if citation else [])
+    if parent_title and not citation.lower().startswith("note on"):
         meta.append(f"on “{parent_title}”")
     if _is_inlined(item):
         meta.append("inlined")
