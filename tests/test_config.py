@@ -96,7 +96,8 @@ def test_profile_too_long_names_limit_and_length_and_leaves_file(store):
     ({"llm": {"api_key_env": "sk-live key"}}, "NAME of an environment variable"),
     ({"llm": {"timeout_s": 0}}, "timeout_s"),
     ({"llm": {"max_retries": -1}}, "max_retries"),
-    ({"llm": {"prices": {"m": {"prompt_per_1m": -1}}}}, "prices"),
+    ({"llm": {"prices": {"m": {"prompt": -1}}}}, "prices"),
+    ({"llm": {"prices": {"m": {"prompt_per_1m": 0.15}}}}, "no other rate names"),   # a typo never prices at 0
     ({"llm": {"api_key": "sk-secret-value"}}, "Unknown llm field"),
     ({"llm": "gpt"}, "llm must be an object"),
     ({"library": {"source": "mendeley"}}, "library.source"),

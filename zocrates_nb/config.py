@@ -110,6 +110,10 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+#: Rate names of ``llm.prices[model]``: US dollars per million prompt / completion tokens.
+PRICE_RATES = ("prompt", "completion")
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -146,10 +150,11 @@ def _validate_llm(llm: Any) -> None:
     prices = llm.get("prices", {})
     if not isinstance(prices, dict) or not all(
             isinstance(model, str) and isinstance(rates, dict)
-            and all(isinstance(k, str) and _is_number(v) and v >= 0 for k, v in rates.items())
+            and all(k in PRICE_RATES and _is_number(v) and v >= 0 for k, v in rates.items())
             for model, rates in prices.items()):
-        raise ValidationError("llm.prices must map model names to {name: non-negative number} rates.",
-                              hint='For example {"gpt-4o-mini": {"prompt_per_1m": 0.15, "completion_per_1m": 0.6}}.')
+        raise ValidationError("llm.prices must map model names to {\"prompt\": $, \"completion\": $} "
+                              "per million tokens (non-negative numbers; no other rate names).",
+                              hint='For example {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}}.')
     timeout_s = llm.get("timeout_s", 60)
     if not _is_number(timeout_s) or timeout_s <= 0:
         raise ValidationError(f"llm.timeout_s must be a positive number, not {timeout_s!r}.", hint="For example 60.")
