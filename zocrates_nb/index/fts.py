@@ -267,19 +267,34 @@ class DocumentFrequencies:
         self._version: tuple[int, int] | None = None
         self._rows = 0
         self._counts: dict[str, int] = {}
+        self._filtered: dict[tuple, int] = {}
 
-    def lookup(self, conn: sqlite3.Connection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """``(indexed rows, {term: matching rows})``."""
+    def _current(self, conn: sqlite3.Connection) -> None:
         version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
         if version != self._version or len(self._counts) > self.max_words:
             self._counts.clear()
+            self._filtered.clear()
             self._rows = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
             self._version = version
+
+    def lookup(self, conn: sqlite3.Connection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """``(indexed rows, {term: matching rows})``."""
+        self._current(conn)
         for term in terms:
             if term not in self._counts:
                 self._counts[term] = conn.execute(
                     "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (_quote_token(term),)).fetchone()[0]
         return self._rows, {t: self._counts[t] for t in terms}
+
+    def filtered_rows(self, conn: sqlite3.Connection, filters: Mapping[str, str]) -> int:
+        """How many chunks pass ``filters`` (one count per filter and index version)."""
+        self._current(conn)
+        key = tuple(sorted(filters.items()))
+        if key not in self._filtered:
+            where, params = _filter_sql(filters)
+            self._filtered[key] = conn.execute(
+                f"SELECT count(*) FROM chunks AS c WHERE {where or '1'}", params).fetchone()[0]
+        return self._filtered[key]
 
 
 def lexical_search(conn: sqlite3.Connection, query: str, limit: int, filters: Mapping[str, str] | None = None,
@@ -290,7 +305,8 @@ def lexical_search(conn: sqlite3.Connection, query: str, limit: int, filters: Ma
     query's rarer words are ranked (:func:`~zocrates_nb.index.ranking.plan_terms`), so a question
     full of everyday words costs a few thousand rows, not half the index. When that leaves fewer
     than ``limit`` results (a tiny index, a selective filter), the plain OR query runs instead, so
-    no row the old query would have returned within ``limit`` goes missing.
+    no row the old query would have returned within ``limit`` goes missing; a filter expected to
+    leave too few candidates (``DocumentFrequencies.filtered_rows``) goes to the plain query directly.
     """
     terms = query_terms(query)
     if not terms or limit <= 0:
@@ -298,6 +314,12 @@ def lexical_search(conn: sqlite3.Connection, query: str, limit: int, filters: Ma
     frequencies = frequencies or DocumentFrequencies()
     total, counts = frequencies.lookup(conn, terms)
     plan = plan_terms(terms, counts, total)
+    if plan.restricted and filters:
+        # a selective filter keeps few candidates: when they would not fill twice the window,
+        # ranking every match at once is cheaper than a restricted try and the fallback after it
+        passing = frequencies.filtered_rows(conn, filters) / max(total, 1)
+        if passing * sum(counts[t] for t in plan.select) < 2 * limit:
+            plan = TermPlan(select=tuple(terms))
     match, scale = plan_match(plan)
     found = search(conn, match, limit, filters)
     if plan.restricted and len(found) < limit:
