@@ -5,7 +5,7 @@
 Target: hybrid search p50 < 30 ms *with* query embedding. What is timed, per query (p50/p95 in ms):
 
 - ``query_embed``: ``MiniLMEmbedder.embed([q])`` alone;
-- ``fts_top100``: ``fts.lexical_search`` (the lexical retriever, depth 100) alone, and the rows it ranked;
+- ``fts_top100``: ``lexical.lexical_search`` (the lexical retriever, depth 100) alone, and the rows it ranked;
   ``fts_plain_or_top100``: the plain OR query every row of every word is ranked in (the old path), for comparison;
 - ``vector_top100``: ``VectorStore.query`` (depth 100) alone, with the lock and generation check;
 - ``lexical`` / ``dense``: ``HybridIndex.search`` in that mode (dense with a precomputed vector);
@@ -142,6 +142,7 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
     from zocrates_nb.index import fts
     from zocrates_nb.index.embed import MiniLMEmbedder
     from zocrates_nb.index.hybrid import HybridIndex
+    from zocrates_nb.index import lexical
     from zocrates_nb.index.ranking import plan_terms
     from zocrates_nb.index.vectors import where_for
     from zocrates_nb.paths import DataPaths
@@ -174,7 +175,7 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
     notes_in = {"item_type": "note", "collection": "Reading"}
     matched: list[int] = []
     ranked: list[int] = []
-    frequencies = fts.DocumentFrequencies()
+    frequencies = lexical.DocumentFrequencies()
     vecs = []
     for q in queries:
         t0 = time.perf_counter()
@@ -193,11 +194,11 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
         timed("hybrid_total_serial", lambda: serial.search(q, k=10))
         timed("search_corpus", lambda: tools.search_corpus(q, k=10))
         text = " ".join(q.split())
-        timed("fts_top100", lambda: fts.lexical_search(conn, text, 100, None, frequencies))
+        timed("fts_top100", lambda: lexical.lexical_search(conn, text, 100, None, frequencies))
         timed("fts_plain_or_top100", lambda: fts.search(conn, fts.natural_query(text), 100))
         terms = fts.query_terms(text)
         total, counts = frequencies.lookup(conn, terms)
-        plan_match, _ = fts.plan_match(plan_terms(terms, counts, total))
+        plan_match, _ = lexical.plan_match(plan_terms(terms, counts, total))
         for match, sink in ((fts.natural_query(text), matched), (plan_match, ranked)):
             sink.append(conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
                                      (match,)).fetchone()[0] if match else 0)

@@ -193,7 +193,7 @@ def test_schema_ready_lets_an_open_skip_the_write_lock(conn):
 
 # ---------------------------------------------------------------------------- selective candidates
 
-from zocrates_nb.index import ranking  # noqa: E402
+from zocrates_nb.index import lexical, ranking  # noqa: E402
 
 
 def test_plan_terms_takes_the_rarest_words_within_the_budget():
@@ -211,9 +211,9 @@ def test_plan_terms_takes_the_rarest_words_within_the_budget():
 
 def test_plan_match_doubles_every_word_so_bm25_order_is_exact():
     plan = ranking.TermPlan(select=("visium",), score_only=("tissue",), dropped=("cell",))
-    assert fts.plan_match(plan) == ('("visium") AND ("visium" OR "tissue" OR "tissue")', 2.0)
-    assert fts.plan_match(ranking.TermPlan(("a", "b"))) == ('"a" OR "b"', 1.0)
-    assert fts.plan_match(ranking.TermPlan(())) == (None, 1.0)
+    assert lexical.plan_match(plan) == ('("visium") AND ("visium" OR "tissue" OR "tissue")', 2.0)
+    assert lexical.plan_match(ranking.TermPlan(("a", "b"))) == ('"a" OR "b"', 1.0)
+    assert lexical.plan_match(ranking.TermPlan(())) == (None, 1.0)
 
 
 def _library(conn, n=60):
@@ -242,7 +242,7 @@ def test_common_words_no_longer_rank_half_the_index(conn, selective):
     query = "cell study tissue barcode visium"
     plain = fts.search(conn, fts.natural_query(query), 3)
     selective.clear()
-    found = fts.lexical_search(conn, query, 3)
+    found = lexical.lexical_search(conn, query, 3)
     assert selective == ['("barcode" OR "visium") AND ("barcode" OR "visium" OR "study" OR "tissue" OR '
                          '"study" OR "tissue")']                     # no fallback to the plain OR
     assert _matches(conn, selective[0]) == 3 and _matches(conn, fts.natural_query(query)) == 60
@@ -252,19 +252,32 @@ def test_common_words_no_longer_rank_half_the_index(conn, selective):
 
 def test_fewer_candidates_than_the_limit_fall_back_to_the_plain_query(conn, selective):
     query = "cell study tissue barcode visium"
-    found = fts.lexical_search(conn, query, 10)
+    found = lexical.lexical_search(conn, query, 10)
     assert len(selective) == 2 and selective[1] == fts.natural_query(query)
     assert found == fts.search(conn, fts.natural_query(query), 10)
-    # a selective filter never loses rows to the candidate budget: DOC00001 has none of the rare words
-    assert [k for _, k, _ in fts.lexical_search(conn, query, 10, {"parent_key": "PAR"})] == []
+    # a selective filter never loses rows to the candidate budget: DOC00100 has none of the rare words
     _put(conn, "DOC00100", ["cell study"], parent_key="PAR")
-    assert [k for _, k, _ in fts.lexical_search(conn, query, 10, {"parent_key": "PAR"})] == ["DOC00100"]
+    selective.clear()
+    assert [k for _, k, _ in lexical.lexical_search(conn, query, 10, {"parent_key": "PAR"})] == ["DOC00100"]
+    assert selective == [fts.natural_query(query)]             # expected too few candidates: plain query at once
+
+
+def test_a_broad_filter_keeps_the_restricted_plan(conn, selective):
+    freq = lexical.DocumentFrequencies()
+    query = "cell study tissue barcode visium"
+    found = lexical.lexical_search(conn, query, 2, {"item_type": "note"}, freq)
+    assert freq.filtered_rows(conn, {"item_type": "note"}) == 60
+    assert len(selective) == 1 and " AND " in selective[0]
+    plain = fts.search(conn, fts.natural_query(query), 2, {"item_type": "note"})
+    assert [r[:2] for r in found] == [r[:2] for r in plain]
+    assert [r[2] for r in found] == pytest.approx([r[2] for r in plain])
+    assert freq.filtered_rows(conn, {"item_type": "paper"}) == 0
 
 
 def test_restricted_query_keeps_fts_as_the_driving_table(conn, selective):
     statements = []
     conn.set_trace_callback(statements.append)               # the SQL as run, values bound
-    fts.lexical_search(conn, "cell study tissue barcode visium", 3)
+    lexical.lexical_search(conn, "cell study tissue barcode visium", 3)
     conn.set_trace_callback(None)
     ranked = [s for s in statements if "ORDER BY" in s and "barcode" in s]
     assert len(ranked) == 1
@@ -280,7 +293,7 @@ def test_document_frequencies_follow_writes_of_any_connection(tmp_path):
     mine, other = (sqlite3.connect(path, isolation_level=None) for _ in range(2))
     fts.ensure_schema(mine)
     _put(mine, "AAAA2222", ["visium spots"])
-    freq = fts.DocumentFrequencies()
+    freq = lexical.DocumentFrequencies()
     assert freq.lookup(mine, ["visium", "absent"]) == (1, {"visium": 1, "absent": 0})
     _put(mine, "BBBB3333", ["visium again"])                 # our own write
     assert freq.lookup(mine, ["visium"]) == (2, {"visium": 2})

@@ -20,7 +20,6 @@ against papers too.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any, Callable, Mapping
 
 from zocrates_nb.diagnostics.eval import evaluate_run, mrr_at_k, recall_at_k
 from zocrates_nb.errors import ZocratesError
+from zocrates_nb.hashing import sha256_file
 from zocrates_nb.index.fts import ChunkRow, DocumentRow
 from zocrates_nb.paths import DataPaths
 
@@ -73,12 +73,6 @@ def _jsonl(path: Path):
                                         hint="Check the file is BEIR's JSON-lines format.") from None
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def load_beir(dataset_dir: str | Path, split: str = "test") -> BeirDataset:
@@ -112,7 +106,7 @@ def load_beir(dataset_dir: str | Path, split: str = "test") -> BeirDataset:
     if missing:
         raise EvalDataError(f"{len(missing)} judged queries are not in queries.jsonl (e.g. {missing[0]}).",
                             hint="Use the queries.jsonl that belongs to this dataset.")
-    return BeirDataset(root.name, root, split, corpus_path, _sha256(corpus_path), queries, qrels)
+    return BeirDataset(root.name, root, split, corpus_path, sha256_file(corpus_path), queries, qrels)
 
 
 def beir_records(corpus: Mapping[str, tuple[str, str]]) -> list[tuple[DocumentRow, list[ChunkRow]]]:

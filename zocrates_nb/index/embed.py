@@ -14,7 +14,6 @@ Command line: ``python -m zocrates_nb.index.embed --build [--force] [--dir DIR]`
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from zocrates_nb.errors import IndexCorruptError
+from zocrates_nb.hashing import sha256_file
 
 __all__ = ["MODEL_ID", "MODEL_DIM", "INSTALL_COMMAND", "ensure_model", "MiniLMEmbedder", "read_safetensors"]
 
@@ -77,12 +77,6 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return tensors
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # --------------------------------------------------------------------------- graph construction
@@ -235,8 +229,8 @@ def _build_into(folder: Path, source: Path) -> None:
     for name in TOKENIZER_FILES:
         shutil.copy2(source / name, folder / name)
     meta = {"model_id": MODEL_ID, "dim": MODEL_DIM, "max_tokens": MAX_TOKENS, "builder_version": BUILDER_VERSION,
-            "source": str(weights_path), "source_sha256": _sha256(weights_path),
-            "onnx_sha256": _sha256(folder / "model.onnx"), "pooling": "mean", "normalized": True}
+            "source": str(weights_path), "source_sha256": sha256_file(weights_path),
+            "onnx_sha256": sha256_file(folder / "model.onnx"), "pooling": "mean", "normalized": True}
     (folder / "metadata.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
 

@@ -18,9 +18,9 @@ Shape (see ../shared/docs/reliability-perf-anchors.md §2):
   before ``MATCH``: FTS5 parses the bound string as its own query language.
 - Ranking happens inside an FTS-only sub-query (``ORDER BY rank LIMIT n``); with
   filters the FTS table stays the driver through ``CROSS JOIN``.
-- bm25 must be computed for every row a query matches, so :func:`lexical_search` ranks
-  only the rows of a question's rarer words and lets the everyday words score those
-  (reliability-perf-anchors.md §2.3/§2.6: cost is linear in the rows ranked).
+- bm25 must be computed for every row a query matches, so questions go through
+  :func:`zocrates_nb.index.lexical.lexical_search`, which ranks only the rows of their
+  rarer words (reliability-perf-anchors.md §2.3/§2.6: cost is linear in the rows ranked).
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from zocrates_nb.index.ranking import TermPlan, plan_terms
 
 __all__ = [
     "TOKENIZER", "ChunkRow", "DocumentRow", "ensure_schema", "quote_fts", "natural_query", "query_terms",
-    "plan_match", "DocumentFrequencies", "lexical_search", "chunk_keys", "replace_document", "delete_document", "search", "chunk_ids", "chunk_rows",
+    "count_filtered", "chunk_keys", "replace_document", "delete_document", "search", "chunk_ids", "chunk_rows",
     "documents", "integrity_check", "clear", "set_title_weight",
 ]
 
@@ -237,96 +236,6 @@ def natural_query(query: str, *, drop_stopwords: bool = True, max_terms: int = 6
     return _or(query_terms(query, drop_stopwords=drop_stopwords, max_terms=max_terms)) or None
 
 
-def plan_match(plan: TermPlan) -> tuple[str | None, float]:
-    """The MATCH expression for a :class:`TermPlan`, and the factor its bm25 scores carry.
-
-    ``(S) AND (S OR C OR C)``: only rows with a selecting word are ranked, and every word
-    still scores them. FTS5 sums bm25 over the expression's phrases, so S appears twice and C
-    is written twice too: each candidate's rank is then exactly 2 × its plain-OR bm25, and the
-    order is unchanged (checked in tests/test_fts.py).
-    """
-    if not plan.select:
-        return None, 1.0
-    if not plan.score_only:
-        return _or(plan.select), 1.0
-    both = list(plan.select) + list(plan.score_only) * 2
-    return f"({_or(plan.select)}) AND ({_or(both)})", 2.0
-
-
-class DocumentFrequencies:
-    """How many chunks each query word matches, cached until the index changes.
-
-    One per connection (not thread-safe: callers hold their connection's lock). The counts
-    only decide which words select candidate rows, so the cache is simply dropped whenever
-    ``PRAGMA data_version`` (another connection committed) or our own ``total_changes`` moves.
-    A cold word costs one ``count(*)`` of its matches — far cheaper than ranking them.
-    """
-
-    def __init__(self, max_words: int = 20_000) -> None:
-        self.max_words = max_words
-        self._version: tuple[int, int] | None = None
-        self._rows = 0
-        self._counts: dict[str, int] = {}
-        self._filtered: dict[tuple, int] = {}
-
-    def _current(self, conn: sqlite3.Connection) -> None:
-        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
-        if version != self._version or len(self._counts) > self.max_words:
-            self._counts.clear()
-            self._filtered.clear()
-            self._rows = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            self._version = version
-
-    def lookup(self, conn: sqlite3.Connection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """``(indexed rows, {term: matching rows})``."""
-        self._current(conn)
-        for term in terms:
-            if term not in self._counts:
-                self._counts[term] = conn.execute(
-                    "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (_quote_token(term),)).fetchone()[0]
-        return self._rows, {t: self._counts[t] for t in terms}
-
-    def filtered_rows(self, conn: sqlite3.Connection, filters: Mapping[str, str]) -> int:
-        """How many chunks pass ``filters`` (one count per filter and index version)."""
-        self._current(conn)
-        key = tuple(sorted(filters.items()))
-        if key not in self._filtered:
-            where, params = _filter_sql(filters)
-            self._filtered[key] = conn.execute(
-                f"SELECT count(*) FROM chunks AS c WHERE {where or '1'}", params).fetchone()[0]
-        return self._filtered[key]
-
-
-def lexical_search(conn: sqlite3.Connection, query: str, limit: int, filters: Mapping[str, str] | None = None,
-                   frequencies: DocumentFrequencies | None = None) -> list[tuple[str, str, float]]:
-    """bm25-ranked ``(chunk_id, key, bm25)`` for a natural-language question (best first).
-
-    Same ranking as ``search(conn, natural_query(query), …)``, but only rows holding one of the
-    query's rarer words are ranked (:func:`~zocrates_nb.index.ranking.plan_terms`), so a question
-    full of everyday words costs a few thousand rows, not half the index. When that leaves fewer
-    than ``limit`` results (a tiny index, a selective filter), the plain OR query runs instead, so
-    no row the old query would have returned within ``limit`` goes missing; a filter expected to
-    leave too few candidates (``DocumentFrequencies.filtered_rows``) goes to the plain query directly.
-    """
-    terms = query_terms(query)
-    if not terms or limit <= 0:
-        return []
-    frequencies = frequencies or DocumentFrequencies()
-    total, counts = frequencies.lookup(conn, terms)
-    plan = plan_terms(terms, counts, total)
-    if plan.restricted and filters:
-        # a selective filter keeps few candidates: when they would not fill twice the window,
-        # ranking every match at once is cheaper than a restricted try and the fallback after it
-        passing = frequencies.filtered_rows(conn, filters) / max(total, 1)
-        if passing * sum(counts[t] for t in plan.select) < 2 * limit:
-            plan = TermPlan(select=tuple(terms))
-    match, scale = plan_match(plan)
-    found = search(conn, match, limit, filters)
-    if plan.restricted and len(found) < limit:
-        return search(conn, _or(terms), limit, filters)
-    return [(cid, key, score / scale) for cid, key, score in found] if scale != 1.0 else found
-
-
 def replace_document(conn: sqlite3.Connection, doc: DocumentRow, rows: Sequence[ChunkRow]) -> list[str]:
     """Upsert a document's chunks and provenance; delete its chunks that no longer exist.
 
@@ -422,6 +331,12 @@ def search(conn: sqlite3.Connection, match: str | None, limit: int,
               CROSS JOIN chunks AS c ON c.id = chunks_fts.rowid
               WHERE chunks_fts MATCH ? AND {where} ORDER BY chunks_fts.rank LIMIT ?"""
     return [tuple(r) for r in conn.execute(sql, (match, *params, limit))]
+
+
+def count_filtered(conn: sqlite3.Connection, filters: Mapping[str, str] | None) -> int:
+    """How many chunks pass ``filters`` (all of them without filters)."""
+    where, params = _filter_sql(filters)
+    return conn.execute(f"SELECT count(*) FROM chunks AS c WHERE {where or '1'}", params).fetchone()[0]
 
 
 def filtered_chunk_ids(conn: sqlite3.Connection, filters: Mapping[str, str] | None,

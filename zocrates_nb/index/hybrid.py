@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from zocrates_nb.errors import ConfigError, IndexCorruptError, QueryError, ZocratesError
 from zocrates_nb.index import fts
+from zocrates_nb.index.lexical import DocumentFrequencies, lexical_search
 from zocrates_nb.index.ranking import (FILTER_NAMES, MAX_QUERY_CHARS, MODES, SearchHit, check_filters,
                                        prepare_query, rrf)
 from zocrates_nb.index.records import document_rows, embedding_text
@@ -71,7 +72,7 @@ class HybridIndex:
         self._reconciled = False
         self._pending: set[str] = set()          # chunk ids touched since the last commit_vectors
         self._lock = threading.RLock()
-        self._frequencies = fts.DocumentFrequencies()   # used under self._lock, like the connection
+        self._frequencies = DocumentFrequencies()   # used under self._lock, like the connection
         self._pool: ThreadPoolExecutor | None = None     # runs FTS beside the dense side (hybrid mode)
         Path(paths.root).mkdir(parents=True, exist_ok=True)
         try:
@@ -318,7 +319,7 @@ class HybridIndex:
         return self._assemble(lists, raw_scores, k, collapse, mode), notices
 
     def _lexical(self, text: str, depth: int, filters: Mapping[str, str]) -> list[tuple[str, str, float]]:
-        return self._read(lambda conn: fts.lexical_search(conn, text, depth, filters, self._frequencies))
+        return self._read(lambda conn: lexical_search(conn, text, depth, filters, self._frequencies))
 
     def _lexical_pool(self) -> ThreadPoolExecutor:
         with self._lock:

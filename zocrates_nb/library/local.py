@@ -20,12 +20,12 @@ import hashlib
 import json
 import sqlite3
 import threading
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from ..errors import LibraryError, NotFoundError
+from ..sqlite_tx import immediate_transaction
 from .base import Collection, LibrarySnapshot, Note, Paper, is_valid_key, new_key
 
 DEMO_CONTENT_DIR = Path(__file__).resolve().parent / "demo"
@@ -158,17 +158,9 @@ class DemoLibrary:
         self._seed()
 
     # -- plumbing -------------------------------------------------------
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self):
         """One write transaction; BEGIN IMMEDIATE so concurrent processes queue instead of deadlocking."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        return immediate_transaction(self._conn, self._lock)
 
     def _bump_library_version(self, conn: sqlite3.Connection) -> int:
         row = conn.execute("SELECT value FROM meta WHERE key='library_version'").fetchone()

@@ -34,6 +34,7 @@ from pyzotero import Zotero
 from pyzotero import errors as ze
 
 from ..errors import LibraryError, NotFoundError
+from ..sqlite_tx import immediate_transaction
 from .base import Collection, LibrarySnapshot, Note, Paper
 
 WEB_API = "https://api.zotero.org"
@@ -134,16 +135,8 @@ class ZoteroWebLibrary:
             db.execute("INSERT OR REPLACE INTO meta VALUES ('library', ?)", (identity,))
 
     # -- plumbing -------------------------------------------------------
-    @contextmanager
-    def _txn(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _txn(self):
+        return immediate_transaction(self._db, self._lock)
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
