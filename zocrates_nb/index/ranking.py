@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 from zocrates_nb.errors import QueryError
 
 __all__ = ["MODES", "MAX_QUERY_CHARS", "FILTER_NAMES", "CANDIDATE_SHARE", "CANDIDATE_FLOOR", "TermPlan",
-           "plan_terms", "rrf", "prepare_query", "check_filters", "SearchHit"]
+           "candidate_budget", "plan_terms", "rrf", "prepare_query", "check_filters", "SearchHit"]
 
 MODES = ("hybrid", "lexical", "dense")
 MAX_QUERY_CHARS = 2000
@@ -45,6 +45,12 @@ class TermPlan:
         return bool(self.score_only or self.dropped)
 
 
+def candidate_budget(total_rows: int, *, share: float | None = None, floor: int | None = None) -> int:
+    """Most rows a query's selecting words may match together (module defaults when None)."""
+    share = CANDIDATE_SHARE if share is None else share
+    return int(max(share * total_rows, CANDIDATE_FLOOR if floor is None else floor))
+
+
 def plan_terms(terms: Sequence[str], doc_freq: Mapping[str, int], total_rows: int, *,
                share: float | None = None, floor: int | None = None) -> TermPlan:
     """Choose the candidate-selecting words of a query from their document frequencies.
@@ -52,14 +58,15 @@ def plan_terms(terms: Sequence[str], doc_freq: Mapping[str, int], total_rows: in
     Rarest first, a word joins ``select`` while the selected frequencies sum to at most
     ``max(share * total_rows, floor)`` (module defaults when None); the rarest word always does, so a query of everyday words
     still finds rows. The cost of ranking is then bounded by the budget, not by the commonest word,
-    and because every other word still scores the candidates, their order is exactly bm25's.
-    Stale or approximate frequencies only change which rows are candidates, never their scores.
+    and because every other word still scores the candidates, they keep their exact bm25 scores.
+    Stale or approximate frequencies only change which rows are candidates, never their scores;
+    a frequency capped just above the budget (what :class:`~zocrates_nb.index.lexical.DocumentFrequencies`
+    counts) gives the same plan, except that words sharing the cap keep query order.
     """
     terms = list(dict.fromkeys(terms))
     if not terms:
         return TermPlan(())
-    share = CANDIDATE_SHARE if share is None else share
-    budget = max(share * total_rows, CANDIDATE_FLOOR if floor is None else floor)
+    budget = candidate_budget(total_rows, share=share, floor=floor)
     chosen: set[str] = set()
     spent = 0
     for term in sorted(terms, key=lambda t: doc_freq.get(t, 0)):     # stable: ties keep query order
