@@ -158,3 +158,15 @@ def test_every_subcommand_accepts_data_dir():
         assert parser.parse_args([*argv, "--data-dir", "D"]).data_dir == "D"
         assert parser.parse_args(["--data-dir", "D", *argv]).data_dir == "D"
         assert parser.parse_args(argv).data_dir is None
+
+
+def test_profile_file_with_a_trailing_newline_counts_only_its_text(tmp_path, capsys):
+    from zocrates_nb.cli import main
+
+    profile = tmp_path / "profile.txt"
+    profile.write_text("x" * 1000 + "\n", encoding="utf-8")       # exactly at the limit, plus the editor's newline
+    assert main(["profile", "set", "--file", str(profile), "--data-dir", str(tmp_path / "d")]) == 0
+    capsys.readouterr()
+    assert main(["profile", "show", "--data-dir", str(tmp_path / "d"), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["chars"] == 1000 and shown["user_research_profile"] == "x" * 1000

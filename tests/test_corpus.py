@@ -272,6 +272,24 @@ def test_index_failure_rolls_back_meta_and_index_and_keeps_old_bundle(paths, lib
     assert corpus.sync().counts["changed"] == 1
 
 
+def test_vector_store_error_while_removing_is_a_warning_not_a_failed_sync(paths, library):
+    """Removal commits vectors too; a vector-store error there must not abort the sync (as in _apply)."""
+    indexer = RecordingIndexer()
+    corpus = Corpus(paths, library, indexer=indexer)
+    corpus.sync()
+
+    def broken() -> None:
+        raise RuntimeError("vector store unavailable")
+
+    indexer.commit_vectors = broken
+    del library.notes["OTHER222"]
+    library.notes["STAND222"] = replace(library.notes["STAND222"], html="<p>edited standalone</p>")
+    report = corpus.sync()
+    assert report.counts["removed"] == 1 and report.counts["changed"] == 1
+    assert ("(vectors)", "dense vectors not updated: RuntimeError: vector store unavailable") in report.warnings
+    assert "OTHER222" not in corpus.keys() and "edited standalone" in corpus.read_document("STAND222")
+
+
 def test_bad_inputs_each_get_a_clear_report_entry_and_nothing_is_lost(paths, library):
     corpus = Corpus(paths, library)
     corpus.sync()

@@ -215,6 +215,17 @@ def test_too_many_missing_vectors_need_an_explicit_repair(index, data_dir, embed
     reopened.close()
 
 
+def test_a_first_sync_bigger_than_the_repair_limit_embeds_everything(data_dir, embedder):
+    """New chunks are not 'missing vectors': a big first sync must not trip the auto-repair limit."""
+    paths = DataPaths(data_dir)
+    fresh = HybridIndex(paths, {}, embedder=embedder, auto_repair_limit=1)
+    stage_all(fresh, paths)                                   # several chunks in one commit_vectors
+    chunks = fresh.stats()["chunks"]
+    assert chunks > 1 and fresh.vectors.count() == chunks
+    assert fresh.search("Visium deconvolution", mode="dense")[0].key == "NOTE2222"
+    fresh.close()
+
+
 def test_lost_vectors_of_a_big_index_are_reported_not_silently_reembedded(index, data_dir, embedder):
     """Some vectors lost (e.g. a crash before commit_vectors): over the limit → error, then repair."""
     index.vectors.delete_ids(["NOTE2222:0", "NOTE3333:0"])

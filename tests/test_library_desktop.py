@@ -202,6 +202,37 @@ def test_strip_note_wrapper_variants():
     assert strip_note_wrapper("a\n\nb") == "<p>a</p><p>&nbsp;</p><p>b</p>"
 
 
+@pytest.mark.parametrize("storage", ["blob", "text"])
+def test_note_with_non_utf8_bytes_does_not_fail_the_read_or_the_sync(tmp_path, storage):
+    """Bytes that are not UTF-8 (stored as BLOB, or as TEXT SQLite cannot decode) reach conversion as
+    bytes: that note is decoded with replacement and reported; the other notes and metadata are read."""
+    from zocrates_nb.corpus.sync import Corpus
+    from zocrates_nb.paths import DataPaths
+
+    db_path = tmp_path / "zotero.sqlite"
+    raw = b'<div class="zotero-note znv1"><p>Caf\xe9 \xff bytes</p></div>'
+    with ZoteroDB(db_path, "9") as db:
+        db.add_paper("PAPERAAA", "placeholder", abstract="An abstract.")
+        db.add_note("GOODNOTE", "<p>a good note</p>")
+        item_id = db.add_note("BYTENOTE", "x")
+        cast = "?" if storage == "blob" else "CAST(? AS TEXT)"
+        db.conn.execute(f"UPDATE itemNotes SET note = {cast} WHERE itemID = ?", (raw, item_id))
+        db.conn.execute(f"UPDATE itemDataValues SET value = {cast} WHERE value = 'placeholder'",
+                        (b"Title \xff",))
+    library = ZoteroDesktopLibrary(sqlite_path=db_path)
+    snap = library.snapshot()
+    notes = {n.key: n.html for n in snap.notes}
+    assert notes["GOODNOTE"] == "<p>a good note</p>"
+    assert notes["BYTENOTE"] == b"<p>Caf\xe9 \xff bytes</p>"         # wrapper stripped, bytes kept
+    assert snap.papers[0].title == "Title \ufffd"
+    assert strip_note_wrapper(raw) == b"<p>Caf\xe9 \xff bytes</p>"
+    corpus = Corpus(DataPaths(tmp_path / "data").ensure(), library)
+    report = corpus.sync()
+    assert report.counts["new"] == 3 and report.counts["failed"] == 0
+    assert any(key == "BYTENOTE" and "UTF-8" in reason for key, reason in report.warnings)
+    assert "bytes" in corpus.read_document("BYTENOTE") and "a good note" in corpus.read_document("GOODNOTE")
+
+
 def test_copy_failure_is_reported_as_locked_with_a_hint(tmp_path):
     """A path that cannot be copied (here a folder, as a held lock would on Windows) → LibraryLockedError."""
     folder = tmp_path / "zotero.sqlite"

@@ -94,6 +94,8 @@ def cmd_profile_set(args: argparse.Namespace) -> int:
             except (OSError, UnicodeDecodeError) as exc:
                 raise ZocratesError(f"Cannot read the profile file {args.file}: {exc}",
                                     hint="Give a UTF-8 text file, or use --text.") from exc
+        # editors end files with a newline; it is not part of the profile (nor of its 1,000 characters)
+        text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
     else:
         text = args.text
     store = config_store(args)
@@ -302,6 +304,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zocrates-nb: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:                   # `zocrates-nb search … --json | head`: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

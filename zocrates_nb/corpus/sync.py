@@ -152,7 +152,7 @@ class Corpus:
             removed = [key for key in state if key not in seen]
             with ProgressReporter(len(work) + len(removed), "Syncing corpus", enabled=progress) as bar:
                 if removed:
-                    self._remove(removed)
+                    self._remove(removed, report)
                     report.counts["removed"] += len(removed)
                     bar.update(len(removed))
                 for start in range(0, len(work), BATCH):
@@ -284,7 +284,7 @@ class Corpus:
         self._commit_vectors()
         return self.corpus_dir / record.key
 
-    def _remove(self, keys: Sequence[str]) -> None:
+    def _remove(self, keys: Sequence[str], report: SyncReport | None = None) -> None:
         with self.meta.write() as conn:
             for key in keys:
                 if self.indexer is not None:
@@ -292,7 +292,7 @@ class Corpus:
                 self.meta.delete(conn, key)
         for key in keys:
             remove_bundle(self.corpus_dir, key)
-        self._commit_vectors()
+        self._commit_vectors(report)   # in a sync, a vector-store error is a warning (as in _apply)
 
     # ------------------------------------------------------------------ read path
     def _resolve(self, key: str) -> tuple[Path, bool, bool]:

@@ -186,7 +186,11 @@ class HybridIndex:
         ids = set(ids)
         rows = self._read(lambda conn: fts.chunk_rows(conn, ids))
         gone = sorted(ids - rows.keys())
-        store = self.vectors
+        store = self._store()
+        if not self._reconciled:
+            # the chunks being synced now are not "missing": a first sync of a big library
+            # must embed them here, not trip the auto-repair limit meant for lost vectors
+            self.reconcile(limit=self.auto_repair_limit, skip=ids)
         if gone:
             store.delete_ids(gone)
         todo = [rows[c] for c in sorted(rows)]
@@ -200,12 +204,14 @@ class HybridIndex:
 
     # ------------------------------------------------------------------ consistency
     def reconcile(self, limit: int | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+                  progress: Callable[[int, int], None] | None = None, *,
+                  skip: Iterable[str] = ()) -> dict[str, int]:
         """Compare the chunk-id sets of FTS and the vector store; embed missing, delete extra.
 
         With ``limit``, more than ``limit`` missing vectors (a deleted ``chroma/``
         folder, an interrupted first sync) raise IndexCorruptError with the rebuild
-        hint instead of stalling a search for minutes.
+        hint instead of stalling a search for minutes. ``skip`` holds chunk ids that the
+        caller is about to embed anyway (the batch ``commit_vectors`` is syncing).
         """
         store = self._store()
         self._reconciled = True
@@ -220,7 +226,7 @@ class HybridIndex:
                 raise
             store.reset()
             dense_ids = set()
-        missing, extra = lexical_ids - dense_ids, dense_ids - lexical_ids
+        missing, extra = lexical_ids - dense_ids - set(skip), dense_ids - lexical_ids
         if limit is not None and len(missing) > limit:
             self._reconciled = False
             raise IndexCorruptError(

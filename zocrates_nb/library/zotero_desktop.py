@@ -45,12 +45,16 @@ _WANTED_FIELDS = _TITLE_FIELDS + _DATE_FIELDS + _PUBLICATION_FIELDS + ("DOI", "a
 _COPY_ATTEMPTS = 3
 
 
-def strip_note_wrapper(raw: str | None) -> str:
+def strip_note_wrapper(raw: str | bytes | None) -> str | bytes:
     """The API form of a stored note: drop ``<div class="zotero-note znvN">…</div>``.
 
     Mirrors Zotero's ``Items._loadNotes``: a legacy plain-text note (no wrapper)
-    is escaped and turned into ``<p>`` paragraphs instead.
+    is escaped and turned into ``<p>`` paragraphs instead. A note whose bytes are
+    not UTF-8 stays bytes (stripped byte-exactly through Latin-1), so conversion
+    decodes it with replacement and reports it, instead of the whole read failing.
     """
+    if isinstance(raw, (bytes, bytearray)):
+        return strip_note_wrapper(bytes(raw).decode("latin-1")).encode("latin-1")
     if not raw:
         return ""
     match = _WRAPPER_RE.match(raw[:36])
@@ -59,6 +63,16 @@ def strip_note_wrapper(raw: str | None) -> str:
         return body[:-6] if body.endswith("</div>") else body
     text = escape(raw, quote=False).replace("\n", "</p><p>").replace("\t", "&nbsp;" * 4).replace("  ", "&nbsp;&nbsp;")
     return re.sub(r"<p>\s*</p>", "<p>&nbsp;</p>", f"<p>{text}</p>")
+
+
+def _utf8_or_bytes(raw: bytes | None) -> str | bytes | None:
+    """A stored note body as text; bytes that are not UTF-8 stay bytes (reported at conversion)."""
+    if raw is None:
+        return None
+    try:
+        return bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return bytes(raw)
 
 
 def parse_zotero_date(value: str | None) -> tuple[str, int | None]:
@@ -192,6 +206,9 @@ class ZoteroDesktopLibrary:
             copy = self._copy_to(Path(tmp))
             try:
                 conn = sqlite3.connect(str(copy), isolation_level=None)
+                # A damaged value must not fail the whole read: metadata decodes with replacement;
+                # note bodies are read as bytes (CAST … AS BLOB) and checked one by one in _notes.
+                conn.text_factory = lambda b: b.decode("utf-8", "replace")
             except sqlite3.Error as exc:
                 raise LibraryLockedError(f"Could not open the snapshot of {self.sqlite_path}: {exc}",
                                          "Close Zotero and retry, or check that the path is zotero.sqlite.") from exc
@@ -297,7 +314,7 @@ class _SnapshotReader:
 
     def _notes(self, lib_id, version_col, trashed, item_colls) -> list[Note]:
         rows = self.conn.execute(
-            f"SELECT i.itemID, i.key, i.{version_col}, i.dateModified, n.note, n.parentItemID, p.key "
+            f"SELECT i.itemID, i.key, i.{version_col}, i.dateModified, CAST(n.note AS BLOB), n.parentItemID, p.key "
             f"FROM items i JOIN {self.types_table} t ON t.itemTypeID = i.itemTypeID AND t.typeName = 'note' "
             "JOIN itemNotes n ON n.itemID = i.itemID LEFT JOIN items p ON p.itemID = n.parentItemID "
             "WHERE i.libraryID = ? ORDER BY i.key", (lib_id,))
@@ -305,7 +322,7 @@ class _SnapshotReader:
         for item_id, key, version, modified, raw, parent_id, parent_key in rows:
             if item_id in trashed or (parent_id is not None and parent_id in trashed):
                 continue
-            notes.append(Note(key=key, html=strip_note_wrapper(raw), parent_key=parent_key,
+            notes.append(Note(key=key, html=strip_note_wrapper(_utf8_or_bytes(raw)), parent_key=parent_key,
                               collections=() if parent_key else tuple(item_colls.get(item_id, ())),
                               version=version or 0, date_modified=_sql_to_iso(modified)))
         return notes
@@ -327,7 +344,8 @@ class _SnapshotReader:
                 f"SELECT d.itemID, f.fieldName, v.value FROM itemData d "
                 f"JOIN {self.fields_table} f ON f.fieldID = d.fieldID "
                 f"JOIN itemDataValues v ON v.valueID = d.valueID WHERE f.fieldName IN ({marks})", _WANTED_FIELDS):
-            fields[item_id][name] = "" if value is None else str(value)
+            fields[item_id][name] = ("" if value is None else bytes(value).decode("utf-8", "replace")
+                                     if isinstance(value, (bytes, bytearray)) else str(value))
         creators = self._creators()
         attachments: dict[int, list[str]] = defaultdict(list)
         if "itemAttachments" in self.tables:
