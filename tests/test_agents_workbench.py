@@ -44,3 +44,15 @@ def test_llm_turn_on_the_demo_library_cites_a_note_by_title(demo_workbench, monk
                                                                     "library_synthesizer"}
     assert "sk-from-the-environment-0123" not in demo_workbench.events.path.read_text()
     assert after.mode == "evidence-only"
+
+
+def test_a_turns_citations_count_in_the_hit_rates(demo_workbench):
+    """The answer event must join the turn's own search events (same diagnostics session)."""
+    answer = demo_workbench.ask(QUESTION)
+    assert answer.cited_keys
+    [event] = _events(demo_workbench, "answer")
+    assert event["session"] == demo_workbench.events.session and event["chat_session"] == answer.session_id
+    searches = demo_workbench.diagnostics.searches()
+    assert searches["cited"].all()
+    rates = demo_workbench.diagnostics.hit_rates().set_index("mode")
+    assert rates.loc["all", "cited_rate"] == 1.0 and rates.loc["all", "hit_rate"] == 1.0

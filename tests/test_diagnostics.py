@@ -85,7 +85,7 @@ def test_empty_directory_gives_empty_frames_with_columns(tmp_path):
                                "total_tokens", "profile_tokens", "cost_usd", "profile_share"],
             diag.latency: ["kind", "n", "p50", "p95", "p99", "max"],
             diag.eval_runs: ["ts", "session", "dataset", "split", "mode", "ndcg@10", "recall@100", "mrr@10",
-                             "queries", "seconds"],
+                             "recall@5", "queries", "seconds"],
         }
         for view, columns in expected.items():
             frame = view()
@@ -242,3 +242,13 @@ def test_event_shape_and_null_log(tmp_path):
     NullEventLog().emit("search", query="q")
     assert NullEventLog(tmp_path / "null").with_session("x").session == "x"
     assert not (tmp_path / "null").exists()
+
+
+def test_note_recall_runs_show_recall_at_5(tmp_path):
+    from zocrates_nb.diagnostics.events import EventLog
+
+    log = EventLog(tmp_path)
+    log.emit("eval", dataset="notes", split="notes", mode="hybrid", queries=45, **{"recall@5": 0.99, "mrr@10": 0.83},
+             seconds=2.0)
+    [run] = Diagnostics(tmp_path).eval_runs().to_dict("records")
+    assert run["dataset"] == "notes" and run["recall@5"] == 0.99 and run["mrr@10"] == 0.83

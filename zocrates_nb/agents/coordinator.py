@@ -102,7 +102,9 @@ class Coordinator:
         session.turns.append(turn)
         session.history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer.text}]
         if self.events is not None:
-            self.events.emit("answer", session=session.id, question=question, cited_keys=answer.cited_keys,
+            # The event log's own session, not the chat's: the diagnostics join an answer's
+            # citations to the searches of the same session, and the tools log those with it.
+            self.events.emit("answer", chat_session=session.id, question=question, cited_keys=answer.cited_keys,
                              read_keys=answer.read_keys, mode=answer.mode, route=answer.route,
                              evidence_keys=sorted({e["key"] for e in answer.evidence if e.get("key")}))
         return answer

@@ -37,7 +37,7 @@ SCHEMA: dict[str, str] = {
     "profile_tokens": "BIGINT", "cost_usd": "DOUBLE",
     # eval
     "dataset": "VARCHAR", "split": "VARCHAR", "ndcg@10": "DOUBLE", "recall@100": "DOUBLE", "mrr@10": "DOUBLE",
-    "queries": "INTEGER",
+    "recall@5": "DOUBLE", "queries": "INTEGER",
     # answer
     "cited_keys": "VARCHAR[]", "read_keys": "VARCHAR[]",
 }
@@ -135,7 +135,7 @@ FROM ev WHERE latency_ms IS NOT NULL GROUP BY kind ORDER BY kind
 """
 
 _EVAL_SQL = """
-SELECT ts, session, dataset, split, mode, "ndcg@10", "recall@100", "mrr@10", queries, seconds
+SELECT ts, session, dataset, split, mode, "ndcg@10", "recall@100", "mrr@10", "recall@5", queries, seconds
 FROM ev WHERE kind = 'eval' ORDER BY ts
 """
 
@@ -234,7 +234,7 @@ class Diagnostics:
         return self._query(_LATENCY_SQL)
 
     def eval_runs(self) -> pd.DataFrame:
-        """Every logged evaluation run (nDCG@10, Recall@100, MRR@10), oldest first."""
+        """Every logged evaluation run (nDCG@10, Recall@100, MRR@10; note runs: Recall@5), oldest first."""
         return self._query(_EVAL_SQL)
 
     def close(self) -> None:
