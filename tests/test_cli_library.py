@@ -102,6 +102,14 @@ def test_empty_query_is_refused(capsys, demo_home):
     assert code != 0 and "hint" in err
 
 
+def test_search_in_an_unknown_collection_is_refused_with_the_known_names(capsys, demo_home):
+    code, out, err = run(capsys, "search", "spot deconvolution", "--collection", "nonexistent")
+    assert code != 0 and out == ""
+    assert "No collection 'nonexistent'" in err and "hint:" in err and "'Reading group'" in err
+    code, _, err = run(capsys, "search", "spot deconvolution", "--parent", "ZZZZ9999")
+    assert code != 0 and "'ZZZZ9999'" in err
+
+
 def test_library_use_and_show(capsys, tmp_path, zotero_sqlite):
     data = str(tmp_path / "d")
     assert run(capsys, "library", "use", "sqlite", str(zotero_sqlite), "--data-dir", data)[0] == 0

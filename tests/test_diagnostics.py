@@ -207,13 +207,32 @@ def test_plots_return_figures_with_and_without_data(logged, tmp_path):
     empty = Diagnostics(tmp_path / "nothing")
     for diag in (logged, empty):
         for plot, view in ((plots.plot_hit_rates, diag.hit_rates), (plots.plot_token_costs, diag.token_costs),
-                           (plots.plot_latency, diag.latency), (plots.plot_eval, diag.eval_runs)):
+                           (plots.plot_latency, diag.latency), (plots.plot_eval, diag.eval_runs),
+                           (plots.plot_staleness, diag.staleness)):
             fig = plot(view())
             assert isinstance(fig, Figure)
             fig.savefig(tmp_path / f"{plot.__name__}.png")
             assert (tmp_path / f"{plot.__name__}.png").stat().st_size > 1000
     fig = plots.plot_eval(logged.eval_runs())
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["scifact"]
+
+
+def test_plot_staleness_shows_fast_path_and_rematerialised_reads_per_document(logged, tmp_path):
+    fig = plots.plot_staleness(logged.staleness())
+    ax = fig.axes[0]
+    keys = [t.get_text() for t in ax.get_yticklabels()]
+    assert keys == ["G", "F", "D", "A"]                   # most-read at the top (drawn last)
+    by_label = {c.get_label(): [bar.get_width() for bar in c] for c in ax.containers}
+    assert by_label["fast path (hash unchanged)"] == [0, 1, 0, 2]
+    assert by_label["re-materialised (source changed)"] == [0, 0, 1, 0]
+    assert "other reads" not in by_label
+    notes = sorted(t.get_text().strip() for t in ax.texts)
+    assert notes == ["1 change", "1 change", "2 changes"]  # G (sync), D (re-materialised), A (two syncs)
+    few = plots.plot_staleness(logged.staleness(), limit=2)
+    assert [t.get_text() for t in few.axes[0].get_yticklabels()] == ["D", "A"]
+    assert "top 2 of 4" in few.axes[0].get_title(loc="left")
+    empty = plots.plot_staleness(Diagnostics(tmp_path / "none").staleness())
+    assert "no reads or source changes logged yet" in [t.get_text() for t in empty.axes[0].texts]
 
 
 def test_emit_never_raises_and_warns_once(tmp_path, caplog):

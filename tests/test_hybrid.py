@@ -12,6 +12,7 @@ from zocrates_nb.corpus.meta import MetaDB
 from zocrates_nb.errors import IndexCorruptError, QueryError, ZocratesError
 from zocrates_nb.index import hybrid
 from zocrates_nb.index.hybrid import HybridIndex, check_filters, prepare_query, rrf
+from zocrates_nb.index.ranking import unknown_collection_error, unknown_parent_error
 from zocrates_nb.paths import DataPaths
 
 
@@ -55,6 +56,22 @@ def test_check_filters():
         check_filters({"colection": "X"})
     with pytest.raises(QueryError):
         check_filters({"item_type": ["note"]})
+
+
+def test_unknown_collection_and_parent_errors_name_the_value_and_the_choices():
+    known = ["CLNX2222", "Spatial", "CLNX3333", "Misc"]           # Zotero-shaped keys and names
+    assert unknown_collection_error("Spatial", known) is None and unknown_collection_error("CLNX3333", known) is None
+    error = unknown_collection_error("nonexistent", known)
+    assert "'nonexistent'" in error.message
+    assert "'Misc'" in error.hint and "'Spatial'" in error.hint and "CLNX2222" not in error.hint
+    assert "wb.collections()" in error.hint
+    assert "Did you mean 'Spatial'" in unknown_collection_error("spatial", known).hint
+    many = [f"Topic {i:02d}" for i in range(20)]
+    assert "and 8 more" in unknown_collection_error("x", many).hint
+    assert "No indexed document is filed" in unknown_collection_error("x", []).hint
+    assert unknown_parent_error("PAPR2222", True) is None
+    error = unknown_parent_error("ZZZZ9999", False)
+    assert "'ZZZZ9999'" in error.message and "parent_key" in error.hint
 
 
 # ---------------------------------------------------------------------------- a small indexed library
@@ -148,6 +165,19 @@ def test_filters_apply_to_both_retrievers(index):
                                             filters={"parent_key": "PAPR2222"})] == ["NOTE2222"]
         assert [h.key for h in index.search("gene anything", mode=mode,
                                             filters={"item_type": "journalArticle"})] == ["PAPR2222"]
+
+
+def test_filters_naming_nothing_indexed_are_errors_not_empty_results(index):
+    for mode in ("lexical", "dense", "hybrid"):
+        with pytest.raises(QueryError, match="No collection 'nonexistent'") as info:
+            index.search("gene expression", mode=mode, filters={"collection": "nonexistent"})
+        assert "'Spatial'" in info.value.hint and "'Misc'" in info.value.hint
+        with pytest.raises(QueryError, match="'ZZZZ9999'"):
+            index.search("gene expression", mode=mode, filters={"parent_key": "ZZZZ9999"})
+    # known targets that simply match nothing still give an empty result
+    assert index.search("zebrafish", mode="lexical", filters={"collection": "Misc"}) == []
+    assert index.search("gene expression", mode="lexical", filters={"parent_key": "NOTE3333"}) == []
+    assert index.search("gene expression", mode="lexical", filters={"parent_key": "NOTE2222"}) == []
 
 
 def test_bad_queries(index):

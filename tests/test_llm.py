@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from tests.fakes.openai_server import FakeOpenAI, call, error, rate_limited, reply, server_error
+from tests.fakes.openai_server import FakeOpenAI, call, error, rate_limited, reply, server_error, stall
 from zocrates_nb.agents.llm import LLMClient, estimate_cost, is_loopback, redact
 from zocrates_nb.config import LLMSettings
 from zocrates_nb.diagnostics.events import EventLog
@@ -153,6 +153,35 @@ def test_500_then_success_streams_once():
         out = client(server).chat("library_synthesizer", [{"role": "user", "content": "x"}],
                                   stream_cb=tokens.append)
     assert out.content == "ok now" == "".join(tokens)
+
+
+def test_a_read_timeout_is_retried_and_the_success_is_recorded_once(events):
+    with FakeOpenAI() as server:
+        server.queue(stall(1.5), reply("after the stall", usage={"prompt_tokens": 11, "completion_tokens": 3,
+                                                                   "total_tokens": 14}))
+        out = client(server, events, timeout_s=0.5).chat("library_synthesizer",
+                                                         [{"role": "user", "content": "x"}])
+        assert len(server.requests) == 2
+    assert out.content == "after the stall" and out.usage["retries"] == 1
+    llm_events = [fields for kind, fields in events.records if kind == "llm"]
+    assert len(llm_events) == 1
+    assert llm_events[0]["prompt_tokens"] == 11 and llm_events[0]["completion_tokens"] == 3
+    assert llm_events[0]["usage_source"] == "api" and "error" not in llm_events[0]
+
+
+def test_timeouts_on_every_attempt_name_the_endpoint_and_the_setting(events):
+    with FakeOpenAI() as server:
+        server.queue(stall(1.5), stall(1.5))
+        with pytest.raises(LLMError) as info:
+            client(server, events, timeout_s=0.5, max_retries=1).chat(
+                "library_synthesizer", [{"role": "user", "content": "x"}])
+        assert len(server.requests) == 2  # first try + max_retries=1
+    error_ = info.value
+    assert server.base_url in error_.message and "in time" in error_.message and "1 retries" in error_.message
+    assert "timeout_s" in error_.hint and "zocrates-nb llm set --timeout-s" in error_.hint
+    assert KEY not in str(error_) and KEY not in repr(error_) and error_.__cause__ is None
+    kind, fields = events.records[-1]
+    assert kind == "llm" and fields["error"] == error_.message
 
 
 def test_other_4xx_shows_the_server_message_redacted():

@@ -231,3 +231,14 @@ def test_bad_input_and_tool_call_dispatch(tools):
     assert "unknown tool" in tools.call_tool("delete_everything", {})
     capped = tools.search_corpus("spots", k=500)
     assert len(capped) <= 50 and "capped at 50" in capped.notice
+
+
+def test_a_collection_or_parent_filter_naming_nothing_is_an_error(tools):
+    with pytest.raises(QueryError, match="No collection 'nonexistent'") as info:
+        tools.search_corpus("spots", filters={"collection": "nonexistent"})
+    assert "'Spatial'" in info.value.hint
+    with pytest.raises(QueryError, match="'ZZZZ9999'"):
+        tools.search_corpus("spots", filters={"parent_key": "ZZZZ9999"})
+    # the agent reads the error and its hint instead of "no results"
+    text = tools.call_tool("search_corpus", {"query": "spots", "filters": {"collection": "nonexistent"}})
+    assert text.startswith("Error: No collection 'nonexistent'") and "Spatial" in text

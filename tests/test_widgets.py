@@ -283,3 +283,20 @@ def test_saved_message_wording():
     assert render.saved_message("T", collection="Reading group") == "Saved to collection ‘Reading group’ as ‘T’"
     assert render.saved_message("T", parent="Paper") == "Saved as a child note of ‘Paper’: ‘T’"
     assert render.saved_message("T") == "Saved to My Library (unfiled) as ‘T’"
+
+
+def test_no_repr_of_a_bundle_carries_live_markup_from_its_note():
+    from IPython.core.formatters import DisplayFormatter
+
+    payload = "<script>alert(1)</script> and <img src=x onerror=alert(2)>"
+    manifest = {"key": "ABCD2345", "title": f"Title {payload}", "content_type": "text/note",
+                "source_hash": "cd" * 32}
+    view = render.BundleView(manifest, f"# Heading\n\nBody {payload}\n\n<script>alert(3)</script>\n")
+    data, _ = DisplayFormatter().format(view)          # every mimetype a notebook would receive
+    assert set(data) == {"text/plain", "text/html"}    # no Markdown repr that could pass raw HTML
+    assert "Body" in data["text/html"] and "Heading" in data["text/html"]
+    for mimetype, text in data.items():
+        if mimetype == "text/plain":                   # shown as text, never parsed; still no note body
+            assert "Body" not in text and "alert(3)" not in text
+            continue
+        assert "<script" not in text.lower() and not re.search(r"<[^>]*onerror", text), mimetype

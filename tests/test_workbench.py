@@ -107,3 +107,40 @@ def test_fresh_data_dir_syncs_the_demo_on_first_open(tmp_path, monkeypatch, demo
         assert wb.search("MERFISH error-robust barcodes", k=3).hits
     finally:
         wb.close()
+
+
+def test_bundle_shows_title_provenance_and_sanitized_fresh_content(demo_workbench):
+    import re
+
+    wb = demo_workbench
+    key = "FK7CX7VJ"
+    html = wb.source.get_note(key).html.replace(
+        "</div>", "<p>Bundle check <script>alert(1)</script><img src=x onerror=alert(2)></p></div>")
+    wb.source.update_note(key, html)                  # edited in the library: the bundle is stale
+    view = wb.bundle(key)
+    manifest = wb.corpus.manifest(key)
+    out = view._repr_html_()
+    assert "Bundle check" in view.markdown and "Bundle check" in out          # re-materialised first
+    assert view.manifest["source_hash"] == manifest["source_hash"]
+    assert f"<h3>{manifest['title']}</h3>" in out
+    assert f"sha256 {manifest['source_hash'][:12]}" in out and f"key {key}" in out
+    assert "<script" not in out.lower() and not re.search(r"<[^>]*onerror", out)
+    assert not hasattr(view, "_repr_markdown_")
+    reads = wb.diagnostics.events("read")
+    assert reads["key"].tolist() == [key]             # one display, one read
+    # a note that *shows* markup as text: its Markdown carries the tags, the display must not run them
+    wb.source.update_note(key, html.replace(
+        "</div>", "<p>Literal &lt;script&gt;alert(3)&lt;/script&gt; &lt;img src=x onerror=alert(4)&gt;</p></div>"))
+    literal = wb.bundle(key)
+    assert "<script>alert(3)" in literal.markdown.replace("\\", "")
+    out = literal._repr_html_()
+    assert "Literal" in out and "<script" not in out.lower() and not re.search(r"<[^>]*onerror", out)
+    with pytest.raises(NotFoundError):
+        wb.bundle("ZZZZ9999")
+
+
+def test_saved_note_repr_escapes_its_title(demo_workbench):
+    saved = demo_workbench.save_note("Idea <img src=x onerror=alert(1)>", "Body.")
+    out = saved._repr_html_()
+    assert "Idea &lt;img src=x onerror=alert(1)&gt;" in out and "<img" not in out
+    assert not hasattr(saved, "_repr_markdown_")

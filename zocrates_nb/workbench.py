@@ -14,13 +14,16 @@ import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .config import ConfigStore
 from .diagnostics.events import EventLog
 from .errors import LibraryReadOnlyError, NotFoundError, ZocratesError
 from .library.base import Collection, LibrarySource, Paper
 from .paths import DataPaths
+
+if TYPE_CHECKING:
+    from .widgets.render import BundleView
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,12 @@ class SavedNote:
     collection_key: str | None
     where: str
 
-    def _repr_markdown_(self) -> str:
-        return f"Saved **{self.title}** — {self.where}."
+    def _repr_html_(self) -> str:
+        # HTML with escaped text, not Markdown: JupyterLab renders trusted Markdown output's raw
+        # HTML unsanitized, and a title can come from a model's answer.
+        from .widgets.render import escape
+
+        return f"Saved <strong>{escape(self.title)}</strong> — {escape(self.where)}."
 
 
 class Workbench:
@@ -138,6 +145,18 @@ class Workbench:
 
     def get_document_toc(self, key: str) -> list[dict]:
         return self.tools.get_document_toc(key)
+
+    def bundle(self, key: str) -> BundleView:
+        """A note or paper as a notebook shows it: title, provenance, sanitized content (``BundleView``).
+
+        The Markdown is read first (one ``read`` event; a stale bundle is re-materialised), then
+        the manifest of that same fresh bundle is looked up (a ``lookup``, so one display counts
+        as one read in the hit rates).
+        """
+        from .widgets.render import BundleView
+
+        markdown = self.read_document(key)
+        return BundleView(self.corpus.manifest(key), markdown)
 
     def new_session(self):
         return self.coordinator.new_session()

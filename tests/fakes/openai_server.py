@@ -4,7 +4,8 @@ It speaks the real wire format so the product is tested through the official
 ``openai`` client: JSON completions with ``usage``, SSE streaming with tool-call
 deltas and a final usage chunk (``stream_options.include_usage``), and OpenAI's
 error JSON (``{"error": {"message", "type", "param", "code"}}``) for 401, 404
-(unknown model), 429 (with ``Retry-After``) and 500.
+(unknown model), 429 (with ``Retry-After``) and 500, and a stalled request
+(``stall(seconds)``) that outlasts the client's read timeout.
 
 Replies come from a queue (``server.queue(...)``) or, when the queue is empty,
 from ``responder(body) -> spec`` — a tiny scripted "model" for multi-agent turns.
@@ -45,6 +46,15 @@ def rate_limited(retry_after: str = "0") -> dict:
 
 def server_error() -> dict:
     return error(500, "The server had an error while processing your request.", type_="server_error")
+
+
+def stall(seconds: float, then: dict | None = None) -> dict:
+    """One request that is answered only after ``seconds`` (longer than the client's timeout).
+
+    Queued like any other spec, so it applies once: the next request gets the next
+    spec. ``then`` is what the late answer would have been (a normal reply by default).
+    """
+    return {"stall_s": float(seconds), "then": then or reply("too late")}
 
 
 class FakeOpenAI:
@@ -120,6 +130,17 @@ class _Handler(BaseHTTPRequestHandler):
                                               "param": None, "code": None}})
         headers = {k.lower(): v for k, v in self.headers.items()}
         spec = self.fake.next_spec(body, headers)
+        if "stall_s" in spec:
+            time.sleep(spec["stall_s"])
+            spec = spec["then"]
+            try:  # the client has usually given up and closed the connection by now
+                return self._answer(body, spec)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+                return None
+        return self._answer(body, spec)
+
+    def _answer(self, body: dict, spec: dict) -> None:
         if "status" in spec:
             return self._json(spec["status"], {"error": spec["error"]}, spec.get("headers"))
         if body.get("stream"):

@@ -112,3 +112,41 @@ def plot_eval(df: pd.DataFrame, metric: str = "ndcg@10") -> Figure:
     ax.set_ylabel(metric)
     _legend(fig)
     return fig
+
+
+def plot_staleness(df: pd.DataFrame, limit: int = 25) -> Figure:
+    """Per document: reads served by the fast path vs reads that re-materialised (from ``staleness()``).
+
+    A fast-path read found the bundle's SHA-256 unchanged and served it from disk; a
+    re-materialised read found the source changed and converted it again. Detected source
+    changes (sync or read) are written beside each bar. The ``limit`` most-read documents
+    are shown, so a big library stays legible.
+    """
+    rows = df.sort_values(["reads", "hash_changes", "key"], ascending=[False, False, True]).head(limit) \
+        if not df.empty else df
+    shown = f" (top {len(rows)} of {len(df)})" if len(df) > len(rows) else ""
+    fig, ax = _figure(f"Reads per document: fast path vs re-materialised{shown}",
+                      height=max(2.4, 0.9 + 0.28 * len(rows)))
+    if df.empty:
+        _no_data(ax, "reads or source changes")
+        return fig
+    rows = rows.iloc[::-1]                         # most-read at the top
+    y = list(range(len(rows)))
+    fast = rows["fast_path_reads"].fillna(0).astype(float)
+    remat = rows["rematerialisations"].fillna(0).astype(float)
+    other = (rows["reads"].fillna(0).astype(float) - fast - remat).clip(lower=0)
+    ax.barh(y, fast, height=0.6, label="fast path (hash unchanged)", color=_COLOURS["hybrid"])
+    ax.barh(y, remat, height=0.6, left=fast, label="re-materialised (source changed)", color=_COLOURS["dense"])
+    if other.any():
+        ax.barh(y, other, height=0.6, left=fast + remat, label="other reads", color=_MUTED)
+    totals = fast + remat + other
+    for i, (total, changes) in enumerate(zip(totals, rows["hash_changes"].fillna(0).astype(int))):
+        if changes:
+            ax.text(total, i, f"  {changes} change{'s' if changes != 1 else ''}", va="center",
+                    fontsize=7, color=_MUTED)
+    ax.set_yticks(y, list(rows["key"]), fontsize=8)
+    ax.set_xlabel("reads")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlim(0, max(1.0, float(totals.max())) * 1.25)
+    _legend(fig)
+    return fig

@@ -23,7 +23,7 @@ from zocrates_nb.errors import ConfigError, IndexCorruptError, QueryError, Zocra
 from zocrates_nb.index import fts
 from zocrates_nb.index.lexical import DocumentFrequencies, lexical_search
 from zocrates_nb.index.ranking import (FILTER_NAMES, MAX_QUERY_CHARS, MODES, SearchHit, check_filters,
-                                       prepare_query, rrf)
+                                       prepare_query, rrf, unknown_collection_error, unknown_parent_error)
 from zocrates_nb.index.records import document_rows, embedding_text
 from zocrates_nb.paths import DataPaths
 
@@ -322,6 +322,7 @@ class HybridIndex:
             raw_scores["lexical"] = {cid: -score for cid, _, score in found}
         if not any(lists.values()):
             self._check_not_lost()
+            self._check_filter_targets(filters)
         return self._assemble(lists, raw_scores, k, collapse, mode), notices
 
     def _lexical(self, text: str, depth: int, filters: Mapping[str, str]) -> list[tuple[str, str, float]]:
@@ -390,6 +391,26 @@ class HybridIndex:
         if count == 0 and corpus.is_dir() and any((p / "okf.json").is_file() for p in corpus.iterdir()):
             raise IndexCorruptError("The search index is empty although the corpus folder has documents.",
                                     hint=REBUILD_HINT)
+
+    def _check_filter_targets(self, filters: Mapping[str, str]) -> None:
+        """No results under a collection or parent filter: refuse one that names nothing indexed.
+
+        Checked only when a search found nothing, so a filter that matches costs no query.
+        """
+        if filters.get("collection"):
+            known = self._read(lambda conn: [v for (v,) in conn.execute(
+                "SELECT DISTINCT value FROM index_documents, json_each(index_documents.collections)")])
+            error = unknown_collection_error(filters["collection"], known)
+            if error is not None:
+                raise error
+        if filters.get("parent_key"):
+            key = filters["parent_key"]
+            known = self._read(lambda conn: bool(conn.execute(
+                "SELECT EXISTS(SELECT 1 FROM index_documents WHERE key = ?) "
+                "OR EXISTS(SELECT 1 FROM chunks WHERE parent_key = ?)", (key, key)).fetchone()[0]))
+            error = unknown_parent_error(key, known)
+            if error is not None:
+                raise error
 
     # ------------------------------------------------------------------ status
     def stats(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 from zocrates_nb.errors import QueryError
 
 __all__ = ["MODES", "MAX_QUERY_CHARS", "FILTER_NAMES", "CANDIDATE_SHARE", "CANDIDATE_FLOOR", "TermPlan",
-           "candidate_budget", "plan_terms", "rrf", "prepare_query", "check_filters", "SearchHit"]
+           "candidate_budget", "plan_terms", "rrf", "prepare_query", "check_filters", "unknown_collection_error", "unknown_parent_error", "SearchHit"]
 
 MODES = ("hybrid", "lexical", "dense")
 MAX_QUERY_CHARS = 2000
@@ -139,6 +139,40 @@ def check_filters(filters: Mapping[str, Any] | None) -> dict[str, str]:
                              hint='For example {"item_type": "note"}.')
         clean[name] = value
     return clean
+
+
+def unknown_collection_error(value: str, known: Sequence[str]) -> QueryError | None:
+    """The error for a ``collection`` filter naming no collection in the index, else None.
+
+    ``known``: every collection key and name the index holds. Without this a typo'd
+    collection silently returned zero hits, which reads as "the library has nothing".
+    The hint lists the names (not the 8-character keys, which nobody types) and points
+    out a near miss in letter case, since names match exactly.
+    """
+    if value in known:
+        return None
+    from zocrates_nb.library.base import is_valid_key
+
+    names = sorted({k for k in known if not is_valid_key(k)}, key=str.casefold)
+    same_but_case = [n for n in names if n.casefold() == value.casefold()]
+    if same_but_case:
+        hint = f"Did you mean {same_but_case[0]!r}? Collection names match exactly."
+    elif names:
+        shown = ", ".join(repr(n) for n in names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        hint = (f"Use a collection key or one of these names: {shown}"
+                " (wb.collections() lists them with their keys).")
+    else:
+        hint = "No indexed document is filed in a collection; drop the collection filter."
+    return QueryError(f"No collection {value!r} in the index.", hint=hint)
+
+
+def unknown_parent_error(key: str, known: bool) -> QueryError | None:
+    """The error for a ``parent_key`` filter naming a key that no indexed document has or points to."""
+    if known:
+        return None
+    return QueryError(f"No document in the index has the key {key!r}, and no note is attached to it.",
+                      hint="Use a paper key shown in search results ([Paper Key: P] / Parent Paper Key), "
+                           "or drop the parent_key filter.")
 
 
 @dataclass

@@ -244,17 +244,20 @@ def render_bundle(manifest: Mapping[str, Any], markdown: str) -> str:
 
 @dataclass(frozen=True)
 class BundleView:
-    """A note or paper bundle as a notebook cell shows it (``BundleView(manifest, markdown)``)."""
+    """A note or paper bundle as a notebook cell shows it (``BundleView(manifest, markdown)``,
+    or ``wb.bundle(key)``).
+
+    Deliberately no ``_repr_markdown_``: JupyterLab renders *trusted* outputs (every output of
+    the current session) without sanitizing, and its Markdown renderer passes raw HTML through,
+    so a note's ``<script>`` or ``<img onerror>`` would run. The only rich repr is the HTML
+    one, built from escaped text and sanitized note content.
+    """
 
     manifest: Mapping[str, Any]
     markdown: str
 
     def _repr_html_(self) -> str:
         return render_bundle(self.manifest, self.markdown)
-
-    def _repr_markdown_(self) -> str:
-        # Markdown output is sanitized by JupyterLab's renderer; still, give it the converted text only.
-        return f"### {self.manifest.get('title') or '(untitled)'}\n\n{self.markdown}"
 
     def __repr__(self) -> str:
         return f"BundleView(key={self.manifest.get('key')!r}, title={self.manifest.get('title')!r})"
