@@ -15,11 +15,13 @@ system prompts and messages the product sent.
 
 from __future__ import annotations
 
+from tests.fakes.loopback import LoopbackServer
+
 import json
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 
 
@@ -57,7 +59,7 @@ def stall(seconds: float, then: dict | None = None) -> dict:
     return {"stall_s": float(seconds), "then": then or reply("too late")}
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     """Start with ``with FakeOpenAI() as server:``; point the client at ``server.base_url``."""
 
     def __init__(self, responder: Callable[[dict], dict] | None = None, *,
@@ -68,24 +70,11 @@ class FakeOpenAI:
         self.script: deque[dict] = deque()
         self.requests: list[dict] = []
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
 
     # -- lifecycle ------------------------------------------------------------------
-    def __enter__(self) -> "FakeOpenAI":
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "use FakeOpenAI as a context manager"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"{self.origin}/v1"
 
     def queue(self, *specs: dict) -> None:
         self.script.extend(specs)
@@ -230,3 +219,6 @@ def _chunks(body: dict, spec: dict):
     usage = _usage(body, spec)
     if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
         yield {**base, "choices": [], "usage": usage}
+
+
+FakeOpenAI.handler_class = _Handler

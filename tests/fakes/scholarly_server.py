@@ -8,9 +8,10 @@ OpenAlex: ``{"meta": {...}, "results": [work]}`` with ``doi`` as a https://doi.o
 
 from __future__ import annotations
 
+from tests.fakes.loopback import LoopbackServer
+
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlparse
 from xml.sax.saxutils import escape
 
@@ -57,7 +58,7 @@ def arxiv_feed(entries: list[str]) -> str:
             f"<opensearch:itemsPerPage>{len(entries)}</opensearch:itemsPerPage>{''.join(entries)}</feed>")
 
 
-class FakeScholarly:
+class FakeScholarly(LoopbackServer):
     """``with FakeScholarly(works=[...], arxiv=[...]) as s:`` then use ``s.openalex_url`` / ``s.arxiv_url``."""
 
     def __init__(self, works: list[dict] | None = None, arxiv: list[str] | None = None,
@@ -66,23 +67,10 @@ class FakeScholarly:
         self.arxiv = arxiv or []
         self.fail = fail or set()     # {"openalex", "arxiv"} → answer 503
         self.requests: list[tuple[str, dict]] = []
-        self._httpd: ThreadingHTTPServer | None = None
-
-    def __enter__(self) -> "FakeScholarly":
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
 
     @property
     def base(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return self.origin
 
     openalex_url = property(lambda self: self.base + "/openalex")
     arxiv_url = property(lambda self: self.base + "/arxiv")
@@ -118,3 +106,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+FakeScholarly.handler_class = _Handler

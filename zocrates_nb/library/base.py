@@ -29,6 +29,17 @@ def is_valid_key(key: str) -> bool:
     return bool(KEY_RE.match(key or ""))
 
 
+def check_note_html(html: str) -> None:
+    """What every writable source refuses before talking to its store: non-text or empty notes."""
+    from ..errors import LibraryError
+
+    if not isinstance(html, str):
+        raise LibraryError(f"Note HTML must be a string, not {type(html).__name__}.",
+                           "Render the note with convert.note_html.render_note_html first.")
+    if not html.strip():
+        raise LibraryError("Refusing to save an empty note.", "Write some text into the note first.")
+
+
 @dataclass(frozen=True)
 class Collection:
     key: str

@@ -26,7 +26,7 @@ from typing import Sequence
 
 from ..errors import LibraryError, NotFoundError
 from ..sqlite_tx import immediate_transaction
-from .base import Collection, LibrarySnapshot, Note, Paper, is_valid_key, new_key
+from .base import Collection, LibrarySnapshot, Note, Paper, check_note_html, is_valid_key, new_key
 
 DEMO_CONTENT_DIR = Path(__file__).resolve().parent / "demo"
 
@@ -230,7 +230,7 @@ class DemoLibrary:
     def create_note(self, html: str, *, parent_key: str | None = None,
                     collection_keys: Sequence[str] = ()) -> Note:
         """Create a child note (``parent_key``) or a standalone note filed in ``collection_keys``."""
-        _check_html(html)
+        check_note_html(html)
         collection_keys = tuple(collection_keys or ())
         if parent_key and collection_keys:
             raise LibraryError("A note can be a child of a paper or filed in collections, not both.",
@@ -260,7 +260,7 @@ class DemoLibrary:
 
     def update_note(self, key: str, html: str) -> Note:
         """Replace a note's HTML; bumps its version and modification date like a Zotero save."""
-        _check_html(html)
+        check_note_html(html)
         with self._write() as conn:
             if not conn.execute(_VISIBLE_NOTE + " AND n.key = ?", (key,)).fetchone():
                 raise NotFoundError(f"No note with key {key!r} in the demo library (or it is in the trash).",
@@ -294,11 +294,3 @@ class DemoLibrary:
 
     def __repr__(self) -> str:
         return f"<DemoLibrary {self.db_path}>"
-
-
-def _check_html(html: str) -> None:
-    if not isinstance(html, str):
-        raise LibraryError(f"Note HTML must be a string, not {type(html).__name__}.",
-                           "Render the note with convert.note_html.render_note_html first.")
-    if not html.strip():
-        raise LibraryError("Refusing to save an empty note.", "Write some text into the note first.")

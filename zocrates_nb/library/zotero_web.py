@@ -35,7 +35,7 @@ from pyzotero import errors as ze
 
 from ..errors import LibraryError, NotFoundError
 from ..sqlite_tx import immediate_transaction
-from .base import Collection, LibrarySnapshot, Note, Paper
+from .base import Collection, LibrarySnapshot, Note, Paper, check_note_html
 
 WEB_API = "https://api.zotero.org"
 LOCAL_API = "http://localhost:23119/api"
@@ -294,7 +294,7 @@ class ZoteroWebLibrary:
     def create_note(self, html: str, *, parent_key: str | None = None,
                     collection_keys: Sequence[str] = ()) -> Note:
         """Create a note as HTML: a child of ``parent_key`` xor standalone in ``collection_keys``."""
-        _check_html(html)
+        check_note_html(html)
         collection_keys = list(collection_keys or ())
         if parent_key and collection_keys:
             raise LibraryError("A note can be a child of a paper or filed in collections, not both.",
@@ -332,7 +332,7 @@ class ZoteroWebLibrary:
 
     def update_note(self, key: str, html: str) -> Note:
         """Replace a note's HTML, based on the cached version; a 412 conflict is reported, never overwritten."""
-        _check_html(html)
+        check_note_html(html)
         zot = self._zot
         with self._lock, self._api_errors(f"updating note {key}"):
             row = self._db.execute("SELECT version, item_type FROM items WHERE key = ?", (key,)).fetchone()
@@ -383,11 +383,3 @@ class ZoteroWebLibrary:
 
     def __repr__(self) -> str:
         return f"<ZoteroWebLibrary {self.library_type}s/{self.library_id} via {self.base_url}>"
-
-
-def _check_html(html: str) -> None:
-    if not isinstance(html, str):
-        raise LibraryError(f"Note HTML must be a string, not {type(html).__name__}.",
-                           "Render the note with convert.note_html.render_note_html first.")
-    if not html.strip():
-        raise LibraryError("Refusing to save an empty note.", "Write some text into the note first.")
