@@ -25,7 +25,6 @@ import copy
 import hashlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
+from zocrates_nb.atomic import write_atomically
 from zocrates_nb.errors import ConfigError, ValidationError
 
 if TYPE_CHECKING:
@@ -375,29 +375,10 @@ class ConfigStore:
         return new
 
     def _write_atomic(self, config: dict) -> tuple[int, int, int]:
-        directory = self.path.parent
-        directory.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._remove_stale_temps()
         data = (json.dumps(config, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        st = os.stat(self.path)
+        st = write_atomically(self.path, data)
         return (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def _remove_stale_temps(self) -> None:

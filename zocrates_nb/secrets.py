@@ -15,6 +15,7 @@ import os
 import stat
 from typing import TYPE_CHECKING
 
+from zocrates_nb.atomic import write_atomically
 from zocrates_nb.errors import ConfigError, ValidationError
 from zocrates_nb.locks import file_lock
 
@@ -78,24 +79,7 @@ def store_api_key(paths: "DataPaths", key: str) -> None:
     paths.root.mkdir(parents=True, exist_ok=True)
     payload = json.dumps({"api_key": key.strip()}).encode("utf-8")
     with file_lock(paths.locks / "secrets.lock"):
-        tmp = paths.secrets.with_name(f".{paths.secrets.name}.{os.getpid()}.tmp")
-        try:
-            tmp.unlink()
-        except FileNotFoundError:
-            pass
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, paths.secrets)
-        except BaseException:
-            try:
-                tmp.unlink()
-            except FileNotFoundError:
-                pass
-            raise
+        write_atomically(paths.secrets, payload)          # mkstemp: 0600 from the first byte
 
 
 def clear_api_key(paths: "DataPaths") -> bool:
