@@ -30,7 +30,9 @@ WORKER = textwrap.dedent('''
         saved = wb.save_note("Quokka protocol for the two-kernel check",
                              "The quokka protocol: two kernels share one data directory.",
                              collection_key=wb.collections()[0].key)
-        flag.write_text(saved.key)
+        tmp = flag.with_suffix(".tmp")          # the handshake is atomic: never an empty flag file
+        tmp.write_text(saved.key)
+        tmp.rename(flag)
         for i in range(8):
             wb.search(f"batch integration {i}", k=5); out["searches"] += 1
         out["saved"] = saved.key
@@ -39,7 +41,9 @@ WORKER = textwrap.dedent('''
             wb.search("spatial transcriptomics", k=5); out["searches"] += 1
         key = flag.read_text()
         wb.sync(progress=False)
-        out["found"] = key in wb.search("quokka protocol two kernels", k=5).keys()
+        results = wb.search("quokka protocol two kernels", k=5)
+        out["key"], out["found"] = key, key in results.keys()
+        out["hits"] = [[h.key, h.ranks.get("lexical"), h.ranks.get("dense")] for h in results.hits]
     wb.close()
     print(json.dumps(out))
 ''')
@@ -66,4 +70,4 @@ def test_two_kernels_search_and_see_each_others_saved_note(demo_home, tmp_path):
             if proc.poll() is None:
                 proc.kill()
     assert results["saver"]["searches"] == 16 and results["reader"]["searches"] >= 1
-    assert results["reader"]["found"] is True
+    assert results["reader"]["found"] is True, results["reader"]
