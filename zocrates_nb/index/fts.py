@@ -29,7 +29,7 @@ import json
 import re
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 
 __all__ = [
@@ -350,6 +350,18 @@ def filtered_chunk_ids(conn: sqlite3.Connection, filters: Mapping[str, str] | No
     return ids if among is None else ids.intersection(among)
 
 
+#: Values bound per ``IN (…)`` query: well under SQLite's limit on bound parameters.
+_IN_BATCH = 500
+
+
+def _rows_where_in(conn: sqlite3.Connection, sql: str, values: Iterable[str]) -> Iterator[tuple]:
+    """Rows of ``sql`` (whose ``IN ({marks})`` takes the values) for any number of values, in batches."""
+    values = list(values)
+    for start in range(0, len(values), _IN_BATCH):
+        part = values[start:start + _IN_BATCH]
+        yield from conn.execute(sql.format(marks=",".join("?" * len(part))), part)
+
+
 def chunk_ids(conn: sqlite3.Connection) -> set[str]:
     return {cid for (cid,) in conn.execute("SELECT chunk_id FROM chunks")}
 
@@ -359,43 +371,25 @@ def chunk_keys(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
 
     Ten times cheaper than :func:`chunk_rows` for the ~200 candidates of a hybrid search.
     """
-    ids = list(ids)
-    out: dict[str, str] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        marks = ",".join("?" * len(part))
-        out.update(conn.execute(f"SELECT chunk_id, key FROM chunks WHERE chunk_id IN ({marks})", part))
-    return out
+    return dict(_rows_where_in(conn, "SELECT chunk_id, key FROM chunks WHERE chunk_id IN ({marks})", ids))
 
 
 def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkRow]:
     """Full rows for the given chunk ids (missing ids are simply absent)."""
-    ids = list(ids)
     out: dict[str, ChunkRow] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        marks = ",".join("?" * len(part))
-        for r in conn.execute(
-                f"""SELECT chunk_id, key, kind, text, title, parent_key, item_type, collections,
-                           section, chunk_index FROM chunks WHERE chunk_id IN ({marks})""", part):
-            out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6],
-                                 tuple(json.loads(r[7] or "[]")), r[8], r[9])
+    for r in _rows_where_in(conn, """SELECT chunk_id, key, kind, text, title, parent_key, item_type, collections,
+                                           section, chunk_index FROM chunks WHERE chunk_id IN ({marks})""", ids):
+        out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7] or "[]")), r[8], r[9])
     return out
 
 
 def documents(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, DocumentRow]:
-    keys = list(keys)
     out: dict[str, DocumentRow] = {}
-    for start in range(0, len(keys), 500):
-        part = keys[start:start + 500]
-        marks = ",".join("?" * len(part))
-        for r in conn.execute(
-                f"""SELECT key, kind, title, item_type, parent_key, parent_title, collections,
-                           citation, first_author, year, word_count, abstract, source_hash
-                    FROM index_documents WHERE key IN ({marks})""", part):
-            out[r[0]] = DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5],
-                                    tuple(json.loads(r[6] or "[]")), r[7], r[8], r[9], r[10],
-                                    r[11], r[12])
+    for r in _rows_where_in(conn, """SELECT key, kind, title, item_type, parent_key, parent_title, collections,
+                                           citation, first_author, year, word_count, abstract, source_hash
+                                    FROM index_documents WHERE key IN ({marks})""", keys):
+        out[r[0]] = DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6] or "[]")),
+                                r[7], r[8], r[9], r[10], r[11], r[12])
     return out
 
 
