@@ -24,6 +24,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from ..errors import NotFoundError, ZocratesError
 
@@ -33,6 +34,7 @@ CONTENT = "content.md"
 _KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _DIR_FD = os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
 _RETRY_DELAYS = (0.001, 0.004, 0.016, 0.05)
+T = TypeVar("T")
 
 
 class BundleError(ZocratesError):
@@ -207,45 +209,57 @@ def _read_at(dir_fd: int, name: str) -> bytes:
         return handle.read()
 
 
-def read_bundle(bundle_dir: Path) -> tuple[dict, str]:
-    """(manifest, markdown) of one bundle generation, retrying briefly across a concurrent swap."""
-    bundle_dir = Path(bundle_dir)
-    last: Exception | None = None
+def _across_swaps(read: Callable[[], T], retry_on: tuple[type[BaseException], ...]) -> T:
+    """``read()``, tried again after short sleeps while it fails with ``retry_on``.
+
+    A reader can land between the two renames of a bundle swap (old moved aside, new not yet
+    in place) or see a half-written file on a filesystem without atomic rename; a few
+    milliseconds later the new generation is complete. The last error is re-raised.
+    """
+    last: BaseException | None = None
     for delay in (0.0, *_RETRY_DELAYS):
         if delay:
             time.sleep(delay)
         try:
-            raw_manifest, raw_content = _read_pair(bundle_dir)
-            manifest = json.loads(raw_manifest)
-            markdown = raw_content.decode("utf-8", "surrogatepass")
-        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError) as err:
+            return read()
+        except retry_on as err:
             last = err
-            continue
+    assert last is not None
+    raise last
+
+
+def read_bundle(bundle_dir: Path) -> tuple[dict, str]:
+    """(manifest, markdown) of one bundle generation, retrying briefly across a concurrent swap."""
+    bundle_dir = Path(bundle_dir)
+
+    def read() -> tuple[dict, str]:
+        raw_manifest, raw_content = _read_pair(bundle_dir)
+        manifest = json.loads(raw_manifest)
+        markdown = raw_content.decode("utf-8", "surrogatepass")
         expected = manifest.get("content_sha256")
         if expected and expected != content_sha256(markdown):
-            last = BundleError(f"bundle {bundle_dir.name}: content.md does not match okf.json",
-                               "Run `zocrates-nb sync` to re-materialise it.")
-            continue
+            raise BundleError(f"bundle {bundle_dir.name}: content.md does not match okf.json",
+                              "Run `zocrates-nb sync` to re-materialise it.")
         return manifest, markdown
-    if isinstance(last, BundleError):
-        raise last
-    raise NotFoundError(f"No complete bundle at {bundle_dir}.",
-                        "Run `zocrates-nb sync` to (re)build the corpus.") from last
+
+    try:
+        return _across_swaps(read, (FileNotFoundError, NotADirectoryError, json.JSONDecodeError,
+                                    UnicodeDecodeError, BundleError))
+    except BundleError:
+        raise
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise NotFoundError(f"No complete bundle at {bundle_dir}.",
+                            "Run `zocrates-nb sync` to (re)build the corpus.") from err
 
 
 def read_manifest(bundle_dir: Path) -> dict:
     """The bundle's ``okf.json`` (retrying briefly across a concurrent swap)."""
-    bundle_dir = Path(bundle_dir)
-    last: Exception | None = None
-    for delay in (0.0, *_RETRY_DELAYS):
-        if delay:
-            time.sleep(delay)
-        try:
-            return json.loads((bundle_dir / MANIFEST).read_bytes())
-        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError) as err:
-            last = err
-    raise NotFoundError(f"No manifest at {bundle_dir / MANIFEST}.",
-                        "Run `zocrates-nb sync` to (re)build the corpus.") from last
+    path = Path(bundle_dir) / MANIFEST
+    try:
+        return _across_swaps(lambda: json.loads(path.read_bytes()),
+                             (FileNotFoundError, NotADirectoryError, json.JSONDecodeError))
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError) as err:
+        raise NotFoundError(f"No manifest at {path}.", "Run `zocrates-nb sync` to (re)build the corpus.") from err
 
 
 def read_markdown(bundle_dir: Path) -> str:
