@@ -121,15 +121,7 @@ class Workbench:
         return Diagnostics(self.paths.diagnostics)
 
     def _needs_first_sync(self) -> bool:
-        from .corpus.meta import MetaDB
-
-        if not self.paths.meta_db.exists():
-            return True
-        meta = MetaDB(self.paths.meta_db)
-        try:
-            return meta.count() == 0
-        finally:
-            meta.close()
+        return not self.paths.meta_db.exists() or self.corpus.meta.count() == 0
 
     # -- the main verbs -------------------------------------------------
     def sync(self, progress: bool | None = None):
