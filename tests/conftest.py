@@ -1,4 +1,7 @@
-"""Shared fixtures. Area-specific fakes live in tests/fakes/ (loopback servers only)."""
+"""Shared fixtures. Shared helpers live in tests/fakes/: the loopback servers that stand in for remote
+services (OpenAI, OpenAlex/arXiv, the Zotero Web API) and the small pieces every area reuses
+(``scripted_model.ScriptedModel``/``role_of``, ``agent_stack.Stack``, ``loopback.free_port``,
+``embeddings.vec``)."""
 
 from __future__ import annotations
 
@@ -74,3 +77,12 @@ def demo_workbench(demo_home):
     wb = Workbench(demo_home)
     yield wb
     wb.close()
+
+
+@pytest.fixture
+def scholarly():
+    """OpenAlex/arXiv on loopback; a library question must leave it untouched (``requests == []``)."""
+    from tests.fakes.scholarly_server import FakeScholarly
+
+    with FakeScholarly() as fake:
+        yield fake

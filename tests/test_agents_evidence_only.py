@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from tests.test_agents import Stack, assert_key_free
+from tests.fakes.agent_stack import Stack, assert_key_free
 from zocrates_nb.agents.answer import Answer, Citation, TurnUsage, without_remote_images
 from zocrates_nb.agents.evidence_only import LABEL, best_passage
 

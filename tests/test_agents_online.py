@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fakes.agent_stack import PROFILE, Stack, assert_key_free
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scholarly_server import FakeScholarly, arxiv_entry, openalex_work
-from tests.test_agents import PROFILE, ScriptedModel, Stack, assert_key_free, role_of
+from tests.fakes.scripted_model import ScriptedModel, role_of
 from zocrates_nb.agents.coordinator import deterministic_route, parse_route
 from zocrates_nb.agents.online_clients import (OnlineSearchError, ScholarlySearch, abstract_from_inverted_index,
                                                normalize_doi)

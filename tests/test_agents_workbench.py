@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 
+from tests.fakes.agent_stack import NOTE_KEY, NOTE_TITLE, QUESTION, assert_key_free
 from tests.fakes.openai_server import FakeOpenAI
-from tests.test_agents import NOTE_KEY, NOTE_TITLE, QUESTION, ScriptedModel, assert_key_free, role_of
+from tests.fakes.scripted_model import ScriptedModel, role_of, scripted_llm_settings
 
 
 def _events(workbench, kind: str) -> list[dict]:
@@ -27,7 +28,7 @@ def test_llm_turn_on_the_demo_library_cites_a_note_by_title(demo_workbench, monk
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment-0123")
     model = ScriptedModel()
     with FakeOpenAI(responder=model, api_key="sk-from-the-environment-0123") as server:
-        demo_workbench.config.set_llm(base_url=server.base_url, model="gpt-test")
+        demo_workbench.config.set_llm(**scripted_llm_settings(server.base_url))
         answer = demo_workbench.ask(QUESTION)
         roles = [role_of(b) for b in server.bodies()]
         demo_workbench.config.clear_llm()                 # the next turn reads the config again

@@ -4,34 +4,23 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.fakes.embeddings import vec
+from tests.fakes.loopback import free_port
 from zocrates_nb.errors import IndexCorruptError
 from zocrates_nb.index.vectors import VectorStore, chunk_metadata, where_for
 from zocrates_nb.paths import DataPaths
 
 DIM = 8
 CHROMA = Path(sys.executable).parent / "chroma"
-
-
-def vec(chunk_id: str) -> np.ndarray:
-    v = np.random.default_rng(zlib.crc32(chunk_id.encode())).normal(size=DIM).astype(np.float32)
-    return v / np.linalg.norm(v)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

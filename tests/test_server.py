@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fakes.loopback import free_port
 from zocrates_nb.config import ConfigStore
 from zocrates_nb.paths import DataPaths
 
@@ -20,18 +20,12 @@ TOKEN = "zocrates-test-token-0123456789"
 FAKE_KEY = "sk-test-never-show-me-42"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A jupyter_server process with the zocrates_nb.server extension, its own data dir and an API key in env."""
     root = tmp_path_factory.mktemp("jupyter")
     data_dir = root / "zocrates-home"
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "ZOCRATES_HOME": str(data_dir),
            "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_DATA_DIR": str(root / "data"),
            "JUPYTER_RUNTIME_DIR": str(root / "runtime"), "OPENAI_API_KEY": FAKE_KEY}

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import shutil
-import zlib
 
 import numpy as np
 import pytest
 
+from tests.fakes.embeddings import vec
 from zocrates_nb.errors import IndexCorruptError, ZocratesError
 from zocrates_nb.index.vectors import VectorStore, chunk_metadata, where_for
 from zocrates_nb.paths import DataPaths
 
 DIM = 8
-
-
-def vec(chunk_id: str) -> np.ndarray:
-    v = np.random.default_rng(zlib.crc32(chunk_id.encode())).normal(size=DIM).astype(np.float32)
-    return v / np.linalg.norm(v)
 
 
 def meta(chunk_id: str, **kw) -> dict:

@@ -16,19 +16,19 @@ import sys
 import textwrap
 import threading
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.fakes.embeddings import vec as unit_vector
 from zocrates_nb.locks import file_lock
 
 REPO = Path(__file__).resolve().parents[1]
 DIM = 16
 
 WORKER = textwrap.dedent('''
-    import json, sys, time, zlib
+    import json, sys, time
     import numpy as np
     from pathlib import Path
     from zocrates_nb.paths import DataPaths
@@ -36,9 +36,9 @@ WORKER = textwrap.dedent('''
     from zocrates_nb.errors import ZocratesError
 
     DIM = 16
+    from tests.fakes.embeddings import vec as unit_vector
     def vec(chunk_id):
-        v = np.random.default_rng(zlib.crc32(chunk_id.encode())).normal(size=DIM).astype(np.float32)
-        return v / np.linalg.norm(v)
+        return unit_vector(chunk_id, DIM)
     def meta(chunk_id):
         key = chunk_id.split("#")[0]
         return chunk_metadata(key=key, kind="note", item_type="note", title=key, chunk_index=0)
@@ -87,8 +87,7 @@ WORKER = textwrap.dedent('''
 
 
 def vec(chunk_id: str) -> np.ndarray:
-    v = np.random.default_rng(zlib.crc32(chunk_id.encode())).normal(size=DIM).astype(np.float32)
-    return v / np.linalg.norm(v)
+    return unit_vector(chunk_id, DIM)
 
 
 class Worker:

@@ -24,10 +24,15 @@ KEY_RE = re.compile(r"\b[23456789A-NP-Z]{8}\b")
 
 
 @pytest.fixture(scope="module")
-def wb(tmp_path_factory):
+def wb(demo_template, tmp_path_factory):
+    """One workbench for the module, on a private copy of the session's synced demo library (no new sync)."""
+    import shutil
+
     from zocrates_nb.workbench import open_workbench
 
-    workbench = open_workbench(tmp_path_factory.mktemp("widgets-home"))
+    home = tmp_path_factory.mktemp("widgets-home") / "data"
+    shutil.copytree(demo_template, home)
+    workbench = open_workbench(home)
     yield workbench
     workbench.close()
 
@@ -140,8 +145,8 @@ def test_default_workbench_comes_from_zocrates_home(wb, monkeypatch):
 
 
 def test_streaming_updates_the_bubble_before_the_answer_is_complete(wb, monkeypatch):
-    from tests.test_agents import ScriptedModel
     from tests.fakes.openai_server import FakeOpenAI
+    from tests.fakes.scripted_model import ScriptedModel, scripted_llm_settings
 
     seen: list[str] = []
     original = chat_module._AssistantBubble.on_token
@@ -154,7 +159,7 @@ def test_streaming_updates_the_bubble_before_the_answer_is_complete(wb, monkeypa
     monkeypatch.setattr(chat_module, "STREAM_RENDER_INTERVAL", 0.0)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-widgets-0000")
     with FakeOpenAI(responder=ScriptedModel()) as server:
-        wb.config.set_llm(base_url=server.base_url, model="gpt-4o-mini")
+        wb.config.set_llm(**scripted_llm_settings(server.base_url))
         try:
             panel = ChatPanel(wb)
             answer = panel.send("Which deconvolution methods work for spot-level spatial data?")
