@@ -5,10 +5,10 @@ code that predates them. The baseline lists, per file, exactly the rule codes th
 refactor deletes entries as it fixes them. Regenerate only after a merge brought in code written before the
 guards existed, never to hide a new violation:
 
-    .venv/bin/python scripts/lint_baseline.py
+    .venv/bin/python scripts/lint_baseline.py [--write]
 
-prints three TOML blocks (ruff per-file-ignores, ruff format exclusions, mypy error-code overrides) to paste
-over the blocks marked "baseline before the house refactor" in pyproject.toml.
+prints three TOML blocks (ruff per-file-ignores, ruff format exclusions, mypy error-code overrides);
+`--write` replaces the blocks marked "baseline before the house refactor" at the end of pyproject.toml.
 """
 
 from __future__ import annotations
@@ -97,22 +97,32 @@ def mypy_codes() -> dict[str, set[str]]:
     return codes
 
 
-def main() -> None:
-    """Print the three baseline blocks."""
-    print("[tool.ruff.lint.per-file-ignores]")
-    print("# baseline before the house refactor: rule codes each file violated when the guards were added")
-    for path, codes in sorted(ruff_codes().items()):
-        print(f'"{path}" = {json.dumps(sorted(codes))}')
-    print("\n[tool.ruff.format]")
-    print("# baseline before the house refactor: files not yet in ruff format's style")
-    print("exclude = [")
-    for path in unformatted_files():
-        print(f'  "{path}",')
-    print("]")
+def baseline_blocks() -> str:
+    """The three baseline blocks as TOML text."""
+    lines = [
+        "[tool.ruff.lint.per-file-ignores]",
+        "# baseline before the house refactor: rule codes each file violated when the guards were added",
+    ]
+    lines += [f'"{path}" = {json.dumps(sorted(codes))}' for path, codes in sorted(ruff_codes().items())]
+    lines += ["", "[tool.ruff.format]", "# baseline before the house refactor: files not yet in ruff format's style"]
+    lines += ["exclude = [", *(f'  "{path}",' for path in unformatted_files()), "]"]
     for module, codes in sorted(mypy_codes().items()):
-        print("\n[[tool.mypy.overrides]]  # baseline before the house refactor")
-        print(f'module = "{module}"')
-        print(f"disable_error_code = {json.dumps(sorted(codes))}")
+        lines += ["", "[[tool.mypy.overrides]]  # baseline before the house refactor", f'module = "{module}"']
+        lines.append(f"disable_error_code = {json.dumps(sorted(codes))}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Print the baseline blocks, or with --write replace them at the end of pyproject.toml."""
+    blocks = baseline_blocks()
+    if sys.argv[1:] != ["--write"]:
+        print(blocks, end="")
+        return
+    pyproject = ROOT / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    start = text.index("[tool.ruff.lint.per-file-ignores]")  # the baseline is the file's last section
+    pyproject.write_text(text[:start] + blocks, encoding="utf-8")
+    print(f"baseline rewritten in {pyproject}")
 
 
 if __name__ == "__main__":
