@@ -152,7 +152,7 @@ class HybridIndex:
     # ------------------------------------------------------------------ DocumentIndexer
     def stage(self, conn: sqlite3.Connection, manifest: Mapping[str, Any], markdown: str) -> None:
         """Write a document's FTS rows inside the caller's transaction; queue its vectors."""
-        doc, rows = document_rows(manifest, markdown)
+        doc, rows = document_rows(manifest, markdown, _count_tokens())
         stale = fts.replace_document(conn, doc, rows)
         with self._lock:
             self._pending.update(r.chunk_id for r in rows)
@@ -196,7 +196,7 @@ class HybridIndex:
         todo = [rows[c] for c in sorted(rows)]
         for start in range(0, len(todo), _EMBED_BATCH):
             batch = todo[start:start + _EMBED_BATCH]
-            vectors = self.embedder.embed([embedding_text(r.title, r.text) for r in batch])
+            vectors = self.embedder.embed([embedding_text(r.title, r.text, r.context) for r in batch])
             store.upsert([r.chunk_id for r in batch], vectors, [_metadata(r) for r in batch])
             if progress:
                 progress(min(start + _EMBED_BATCH, len(todo)), len(todo))
@@ -245,7 +245,7 @@ class HybridIndex:
 
         root = Path(getattr(getattr(corpus, "paths", None), "corpus", None) or self.paths.corpus)
         bundles = sorted(p for p in root.iterdir() if (p / "okf.json").is_file()) if root.is_dir() else []
-        records = [document_rows(read_manifest(b), read_markdown(b)) for b in bundles]
+        records = [document_rows(read_manifest(b), read_markdown(b), _count_tokens()) for b in bundles]
         vectors = self._store()
         self._reconciled = True                   # no point reconciling a store we are about to reset
         self._write(lambda conn: (fts.clear(conn), [fts.replace_document(conn, d, r) for d, r in records]))
@@ -443,6 +443,13 @@ class HybridIndex:
 
     def __repr__(self) -> str:
         return f"HybridIndex({self.paths.meta_db}, rrf_k={self.rrf_k})"
+
+
+def _count_tokens() -> Callable[[str], int] | None:
+    """The embedder's token counter (tokenizer only, no model load), or None to estimate."""
+    from zocrates_nb.index.embed import token_counter
+
+    return token_counter()
 
 
 def _settle(job: Future | None) -> None:
