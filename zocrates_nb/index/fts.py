@@ -401,6 +401,12 @@ def chunk_keys(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
     return dict(_rows_where_in(conn, "SELECT chunk_id, key FROM chunks WHERE chunk_id IN ({marks})", ids))
 
 
+def chunk_notes(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str | None]:
+    """``chunk_id → parent key (or None)`` for the chunks among ``ids`` that belong to notes."""
+    return dict(_rows_where_in(
+        conn, "SELECT chunk_id, parent_key FROM chunks WHERE kind = 'note' AND chunk_id IN ({marks})", ids))
+
+
 def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkRow]:
     """Full rows for the given chunk ids (missing ids are simply absent)."""
     out: dict[str, ChunkRow] = {}

@@ -21,7 +21,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from zocrates_nb.errors import ConfigError, IndexCorruptError, QueryError, ZocratesError
 from zocrates_nb.index import fts
+from zocrates_nb.index.fusion import (INTENT_WEIGHT, LANE_WEIGHT, PARENT_SHARE, fuse, inherit_from_parents,
+                                      lane_weight_for)
 from zocrates_nb.index.lexical import DocumentFrequencies, lexical_search
+from zocrates_nb.index.query import note_intent
 from zocrates_nb.index.ranking import (FILTER_NAMES, MAX_QUERY_CHARS, MODES, SearchHit, check_filters,
                                        prepare_query, rrf, unknown_collection_error, unknown_parent_error)
 from zocrates_nb.index.records import document_rows, embedding_text
@@ -60,6 +63,9 @@ class HybridIndex:
             self.depth = int(search_cfg.get("depth", 100))
             self.title_weight = float(search_cfg.get("title_weight", fts.DEFAULT_TITLE_WEIGHT))
             self.parallel = bool(search_cfg.get("parallel", True))
+            self.note_lane = float(search_cfg.get("note_lane", LANE_WEIGHT))
+            self.intent_weight = float(search_cfg.get("note_intent", INTENT_WEIGHT))
+            self.parent_share = float(search_cfg.get("parent_share", PARENT_SHARE))
             if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
                 raise ValueError("out of range")
         except (TypeError, ValueError) as exc:
@@ -323,7 +329,7 @@ class HybridIndex:
         if not any(lists.values()):
             self._check_not_lost()
             self._check_filter_targets(filters)
-        return self._assemble(lists, raw_scores, k, collapse, mode), notices
+        return self._assemble(lists, raw_scores, k, collapse, mode, text), notices
 
     def _lexical(self, text: str, depth: int, filters: Mapping[str, str]) -> list[tuple[str, str, float]]:
         return self._read(lambda conn: lexical_search(conn, text, depth, filters, self._frequencies))
@@ -342,9 +348,16 @@ class HybridIndex:
         return self.vectors.query(query_embedding, depth, where=where_for(filters))
 
     def _assemble(self, lists: dict[str, list[str]], raw_scores: dict[str, dict[str, float]], k: int,
-                  collapse: bool, mode: str) -> list[SearchHit]:
-        """Fuse (or pass through) the per-retriever lists, collapse to documents, attach provenance."""
-        chunk_fused = dict(rrf(lists, self.rrf_k))
+                  collapse: bool, mode: str, query: str = "") -> list[SearchHit]:
+        """Fuse (or pass through) the per-retriever lists, collapse to documents, attach provenance.
+
+        Fusion has a note lane (index/fusion.py): notes also score by their rank among notes.
+        """
+        candidates = {c for ranking in lists.values() for c in ranking}
+        note_chunks = (self._read(lambda conn: fts.chunk_notes(conn, candidates))
+                       if self.note_lane or self.intent_weight else {})
+        weight = lane_weight_for(note_intent(query), self.note_lane, self.intent_weight) if note_chunks else 0.0
+        chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight))
         if collapse:
             keys = self._read(lambda conn: fts.chunk_keys(conn, {c for ranking in lists.values() for c in ranking}))
             doc_lists = {name: list(dict.fromkeys(keys[c] for c in ranking if c in keys))
@@ -357,7 +370,13 @@ class HybridIndex:
         else:
             units = {c: c for ranking in lists.values() for c in ranking}
             unit_lists = lists
-        fused = rrf(unit_lists, self.rrf_k)[:k]
+        note_units = {u for u, c in units.items() if c in note_chunks} if collapse else note_chunks
+        fused = fuse(unit_lists, self.rrf_k, note_units, weight)
+        if collapse and self.parent_share and weight:
+            # a child note inherits part of its paper's score (fusion.inherit_from_parents)
+            fused = inherit_from_parents(fused, {u: note_chunks[c] for u, c in units.items() if c in note_chunks},
+                                         self.parent_share)
+        fused = fused[:k]
         chosen = [units[u] for u, _ in fused if u in units]
         rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
         docs = self._read(lambda conn: fts.documents(conn, {rows[c].key for c in chosen if c in rows}))
