@@ -172,7 +172,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     paths = paths_from_args(args).ensure()
     events = EventLog(paths.diagnostics)
-    if args.notes:
+    if args.my_notes:
+        from zocrates_nb.cli_retrieval import run_my_notes
+
+        result = run_my_notes(args)
+    elif args.notes:
         wb = _workbench(args)
         try:
             result = run_notes_eval(wb.index, k=5, mode=args.mode, events=events, notes_only=args.notes_only,
@@ -186,12 +190,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     else:
-        shown = {k: v for k, v in result.items() if k not in ("misses", "per_kind")}
+        shown = {k: v for k, v in result.items() if k not in ("misses", "per_kind", "least_findable")}
         print("  ".join(f"{k}={v}" for k, v in shown.items()))
         for kind, row in result.get("per_kind", {}).items():
             print(f"  {kind:<11} " + "  ".join(f"{k}={v}" for k, v in row.items()))
         for miss in result.get("misses", []):
             print(f"  miss {miss['id']}: {miss['query']}")
+        for row in result.get("least_findable", []):
+            print(f"  rank {row['rank'] or '>10'}  {row['key']}  {row['title'][:60]}  <- {row['query'][:80]}")
     return EXIT_OK
 
 
@@ -201,6 +207,8 @@ def _add_eval_parser(sub, common) -> None:
     p.add_argument("--split", default=None, help="qrels split (default test); with --notes: dev | test (default: all)")
     p.add_argument("--mode", choices=("lexical", "dense", "hybrid"), default="hybrid")
     p.add_argument("--notes", action="store_true", help="note Recall@5/@10 and MRR@10 per question kind on the demo library's questions")
+    p.add_argument("--my-notes", action="store_true",
+                   help="findability of every note in this library (known-item test, no labels needed)")
     p.add_argument("--notes-only", action="store_true", help="with --notes: search notes only (diagnostic; default: papers compete)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_eval)

@@ -403,6 +403,21 @@ class HybridIndex:
                 collections=row.collections))
         return hits
 
+    def document_keys(self, kind: str | None = None) -> list[str]:
+        """Keys of the indexed documents ("note" / "paper" / all), sorted."""
+        sql = "SELECT key FROM index_documents" + (" WHERE kind = ?" if kind else "") + " ORDER BY key"
+        return self._read(lambda conn: [k for (k,) in conn.execute(sql, (kind,) if kind else ())])
+
+    def document_chunks(self, key: str) -> list[fts.ChunkRow]:
+        """All indexed chunks of one document, in order (for ``explain`` and findability checks)."""
+        def read(conn: sqlite3.Connection) -> list[fts.ChunkRow]:
+            ids = [cid for (cid,) in conn.execute(
+                "SELECT chunk_id FROM chunks WHERE key = ? ORDER BY chunk_index", (key,))]
+            rows = fts.chunk_rows(conn, ids)
+            return [rows[c] for c in ids if c in rows]
+
+        return self._read(read)
+
     def _check_not_lost(self) -> None:
         """No results at all with bundles on disk but no chunk rows → the index was deleted."""
         count = self._read(lambda conn: conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
