@@ -58,3 +58,17 @@ def test_eval_notes_per_kind_split_and_notes_only(capsys, demo_home):
     assert only["notes_only"] is True and only["split"] == "test"
     code, _, err = run(capsys, "eval", "--notes", "--split", "train")
     assert code != 0 and "split" in err
+
+
+def test_feedback_pass_keeps_the_answer_on_top(demo_workbench):
+    from zocrates_nb.index.hybrid import HybridIndex
+
+    query = "What went wrong when Harmony's diversity penalty was raised to 4?"
+    with_prf = HybridIndex(demo_workbench.paths, {"search": {"prf_notes": 3}}, embedder=demo_workbench.index.embedder)
+    try:
+        keys = [h.key for h in with_prf.search(query, k=5)]
+        chunks = with_prf.search(query, k=50, collapse=False)
+    finally:
+        with_prf.close()
+    assert keys[0] == "DR9EFQIE"
+    assert any(h.key == "DR9EFQIE" for h in chunks)

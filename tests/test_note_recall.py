@@ -154,3 +154,14 @@ def test_demo_questions_have_kinds_and_a_stratified_split():
     assert len(load_note_questions(split="dev")) + len(load_note_questions(split="test")) == len(questions)
     with pytest.raises(Exception, match="split"):
         load_note_questions(split="train")
+
+
+def test_expansion_terms_prefer_words_the_feedback_notes_share_and_the_library_rarely_uses():
+    from zocrates_nb.index.prf import candidate_terms, expansion_terms
+
+    counts = candidate_terms(["Scrublet doublet scores per channel, threshold from histogram.",
+                              "Doublet rate per channel grows with recovered cells; Scrublet again."], {"per", "with"})
+    freq = {"scrublet": 2, "doublet": 3, "channel": 40, "threshold": 30, "histogram": 5, "rate": 60,
+            "grows": 50, "recovered": 20, "cells": 900, "again": 100, "scores": 80}
+    terms = expansion_terms(counts, ["droplets", "channel"], freq, 1000, n_terms=3)
+    assert terms[:2] == ["scrublet", "doublet"] and "channel" not in terms

@@ -66,6 +66,8 @@ class HybridIndex:
             self.note_lane = float(search_cfg.get("note_lane", LANE_WEIGHT))
             self.intent_weight = float(search_cfg.get("note_intent", INTENT_WEIGHT))
             self.parent_share = float(search_cfg.get("parent_share", PARENT_SHARE))
+            self.prf_notes = int(search_cfg.get("prf_notes", 0))   # >0: RM3 pass from the top notes (off: no gain on dev)
+            self.prf_terms = int(search_cfg.get("prf_terms", 8))
             if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
                 raise ValueError("out of range")
         except (TypeError, ValueError) as exc:
@@ -358,6 +360,12 @@ class HybridIndex:
                        if self.note_lane or self.intent_weight else {})
         weight = lane_weight_for(note_intent(query), self.note_lane, self.intent_weight) if note_chunks else 0.0
         chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight))
+        if self.prf_notes and note_chunks and mode == "hybrid":
+            feedback = self._feedback_list(query, list(chunk_fused), note_chunks)
+            if feedback:
+                lists = {**lists, "lexical_prf": feedback}
+                note_chunks = {**note_chunks, **self._read(lambda conn: fts.chunk_notes(conn, feedback))}
+                chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight))
         if collapse:
             keys = self._read(lambda conn: fts.chunk_keys(conn, {c for ranking in lists.values() for c in ranking}))
             doc_lists = {name: list(dict.fromkeys(keys[c] for c in ranking if c in keys))
@@ -417,6 +425,26 @@ class HybridIndex:
             return [rows[c] for c in ids if c in rows]
 
         return self._read(read)
+
+    def _feedback_list(self, query: str, ranked: list[str], note_chunks: Mapping[str, Any]) -> list[str]:
+        """RM3-style second lexical pass over notes, expanded from the top notes of the first pass."""
+        from zocrates_nb.index.prf import FEEDBACK_NOTES, candidate_terms, expansion_terms
+
+        top = [c for c in ranked if c in note_chunks][:self.prf_notes]
+
+        def run(conn: sqlite3.Connection) -> list[str]:
+            rows = fts.chunk_rows(conn, top)
+            counts = candidate_terms([rows[c].text for c in top if c in rows], fts._STOPWORDS)
+            words = sorted({w for c in counts for w in c})
+            total, freq = self._frequencies.lookup(conn, words)
+            terms = expansion_terms(counts, fts.query_terms(query), freq, total, self.prf_terms)
+            if not terms:
+                return []
+            found = lexical_search(conn, f"{query} {' '.join(terms)}", self.depth, {"item_type": "note"},
+                                   self._frequencies)
+            return [cid for cid, _, _ in found]
+
+        return self._read(run) if top else []
 
     def _check_not_lost(self) -> None:
         """No results at all with bundles on disk but no chunk rows → the index was deleted."""
