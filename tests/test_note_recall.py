@@ -3,12 +3,12 @@ query intent, explain and the findability check. Real SQLite FTS5 and the real t
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 import pytest
 
 from zocrates_nb.convert.chunk import chunk_to_window, split_to_window
+from zocrates_nb.findability import known_item_query
 from zocrates_nb.index import fts
 from zocrates_nb.index.context import context_line
 from zocrates_nb.index.fts import ChunkRow, DocumentRow
@@ -16,7 +16,6 @@ from zocrates_nb.index.fusion import fuse, inherit_from_parents, lane_weight_for
 from zocrates_nb.index.query import note_intent
 from zocrates_nb.index.ranking import rrf
 from zocrates_nb.index.records import WINDOW_TOKENS, document_rows, embedding_text
-from zocrates_nb.findability import known_item_query
 
 
 @pytest.fixture(scope="module")

@@ -186,7 +186,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     elif args.dataset:
         result = run_beir_eval(args.dataset, split=args.split or "test", mode=args.mode, paths=paths, events=events)
     else:
-        raise ZocratesError("Nothing to evaluate.", "Give --dataset DIR --split NAME, or --notes.")
+        raise ZocratesError("Nothing to evaluate.", "Give --dataset DIR --split NAME, --notes or --my-notes.")
     if args.json:
         _print_json(result)
     else:

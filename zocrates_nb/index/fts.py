@@ -147,27 +147,11 @@ class DocumentRow:
     extra: dict = field(default_factory=dict)
 
 
-def _migrate_context_column(conn: sqlite3.Connection) -> None:
-    """An index from before the context column: add it and re-create the FTS table and triggers.
-
-    The FTS table is rebuilt from ``chunks`` (contexts empty until the documents are staged
-    again, which the converter-version bump makes the next sync do).
-    """
-    columns = [r[1] for r in conn.execute("PRAGMA table_info(chunks)")]
-    if not columns or "context" in columns:
-        return
-    conn.execute("ALTER TABLE chunks ADD COLUMN context TEXT NOT NULL DEFAULT ''")
-    for trigger in ("chunks_ai", "chunks_ad", "chunks_au"):
-        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-    conn.execute("DROP TABLE IF EXISTS chunks_fts")
-    for statement in _split_sql(_SCHEMA):
-        conn.execute(statement)
-    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-
-
 def ensure_schema(conn: sqlite3.Connection, title_weight: float | None = None) -> None:
     """Create the tables and triggers if missing (idempotent, safe inside a transaction)."""
-    _migrate_context_column(conn)
+    from zocrates_nb.index.fts_migrate import add_context_column
+
+    add_context_column(conn)
     for statement in _split_sql(_SCHEMA):
         conn.execute(statement)
     if title_weight is not None:

@@ -428,23 +428,11 @@ class HybridIndex:
 
     def _feedback_list(self, query: str, ranked: list[str], note_chunks: Mapping[str, Any]) -> list[str]:
         """RM3-style second lexical pass over notes, expanded from the top notes of the first pass."""
-        from zocrates_nb.index.prf import FEEDBACK_NOTES, candidate_terms, expansion_terms
+        from zocrates_nb.index.prf import feedback_ranking
 
         top = [c for c in ranked if c in note_chunks][:self.prf_notes]
-
-        def run(conn: sqlite3.Connection) -> list[str]:
-            rows = fts.chunk_rows(conn, top)
-            counts = candidate_terms([rows[c].text for c in top if c in rows], fts._STOPWORDS)
-            words = sorted({w for c in counts for w in c})
-            total, freq = self._frequencies.lookup(conn, words)
-            terms = expansion_terms(counts, fts.query_terms(query), freq, total, self.prf_terms)
-            if not terms:
-                return []
-            found = lexical_search(conn, f"{query} {' '.join(terms)}", self.depth, {"item_type": "note"},
-                                   self._frequencies)
-            return [cid for cid, _, _ in found]
-
-        return self._read(run) if top else []
+        return self._read(lambda conn: feedback_ranking(conn, query, top, self.depth, self._frequencies,
+                                                        self.prf_terms)) if top else []
 
     def _check_not_lost(self) -> None:
         """No results at all with bundles on disk but no chunk rows → the index was deleted."""

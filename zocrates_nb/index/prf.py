@@ -1,4 +1,5 @@
-"""Pseudo-relevance feedback for the note lane (RM3-style, lexical) — pure term selection.
+"""Pseudo-relevance feedback for the note lane (RM3-style, lexical): term selection is pure,
+:func:`feedback_ranking` runs the second query on the caller's connection.
 
 A paraphrase ("how do we handle droplets that captured two cells") shares few words with
 the note that answers it ("doublet removal … Scrublet"). The first pass usually has the
@@ -16,7 +17,7 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
-__all__ = ["expansion_terms", "FEEDBACK_NOTES", "EXPANSION_TERMS"]
+__all__ = ["expansion_terms", "candidate_terms", "feedback_ranking", "FEEDBACK_NOTES", "EXPANSION_TERMS"]
 
 FEEDBACK_NOTES = 3
 EXPANSION_TERMS = 8
@@ -36,7 +37,7 @@ def expansion_terms(counts: Sequence[Counter], query_terms: Iterable[str], doc_f
     do not steer the second pass; ties break alphabetically (deterministic).
     """
     skip = {t.lower() for t in query_terms}
-    weights: Counter = Counter()
+    weights: dict[str, float] = {}
     for counter in counts:
         length = sum(counter.values()) or 1
         for term, tf in counter.items():
@@ -44,6 +45,23 @@ def expansion_terms(counts: Sequence[Counter], query_terms: Iterable[str], doc_f
                 continue
             idf = math.log((total_rows + 1) / (doc_freq[term] + 0.5))
             if idf > 0:
-                weights[term] += (tf / length) * idf
+                weights[term] = weights.get(term, 0.0) + (tf / length) * idf
     ranked = sorted(weights.items(), key=lambda item: (-item[1], item[0]))
     return [term for term, _ in ranked[:n_terms]]
+
+
+def feedback_ranking(conn, query: str, top_chunks: Sequence[str], depth: int, frequencies,
+                     n_terms: int = EXPANSION_TERMS) -> list[str]:
+    """Note chunk ids ranked by a lexical query of ``query`` plus the top notes' expansion words."""
+    from zocrates_nb.index import fts
+    from zocrates_nb.index.lexical import lexical_search
+
+    rows = fts.chunk_rows(conn, top_chunks)
+    counts = candidate_terms([rows[c].text for c in top_chunks if c in rows], fts._STOPWORDS)
+    words = sorted({w for c in counts for w in c})
+    total, freq = frequencies.lookup(conn, words)
+    terms = expansion_terms(counts, fts.query_terms(query), freq, total, n_terms)
+    if not terms:
+        return []
+    found = lexical_search(conn, f"{query} {' '.join(terms)}", depth, {"item_type": "note"}, frequencies)
+    return [cid for cid, _, _ in found]
