@@ -89,8 +89,17 @@ def _split_long(text: str, target_words: int, overlap_words: int) -> list[str]:
 
 
 def _tail(text: str, overlap_words: int) -> str:
+    """The end of ``text`` carried into the next chunk: whole sentences when they fit, else words."""
     words = text.split()
-    return " ".join(words[-overlap_words:]) if overlap_words and len(words) > overlap_words else ""
+    if not overlap_words or len(words) <= overlap_words:
+        return ""
+    sentences = re.split(r"(?<=[.!?])\s+", " ".join(words))
+    kept: list[str] = []
+    for sentence in reversed(sentences):
+        if count_words(" ".join([sentence, *kept])) > overlap_words:
+            break
+        kept.insert(0, sentence)
+    return " ".join(kept) if kept else " ".join(words[-overlap_words:])
 
 
 def chunk_markdown(markdown: str, *, target_tokens: int = 256, overlap_tokens: int = 40) -> list[Chunk]:
@@ -160,6 +169,19 @@ def chunk_markdown(markdown: str, *, target_tokens: int = 256, overlap_tokens: i
 TokenCounter = Callable[[str], int]
 
 _PIECE = re.compile(r"\S+\s*")
+#: A sentence (up to . ! ? and the spaces after it) or a line: the units a split prefers to keep whole.
+_SENTENCE = re.compile(r".+?(?:[.!?](?=\s)|\n|$)\s*", re.DOTALL)
+
+
+def _units(text: str, budget: int, count_tokens: TokenCounter) -> list[str]:
+    """Sentences and lines of ``text`` (whitespace kept); one longer than ``budget`` becomes words."""
+    out: list[str] = []
+    for sentence in _SENTENCE.findall(text):
+        if count_tokens(sentence) > budget // 2:
+            out.extend(_PIECE.findall(sentence))
+        else:
+            out.append(sentence)
+    return out
 
 
 def _fits(pieces: list[str], start: int, budget: int, count_tokens: TokenCounter) -> int:
@@ -176,7 +198,8 @@ def _fits(pieces: list[str], start: int, budget: int, count_tokens: TokenCounter
 
 def split_to_window(text: str, budget: int, count_tokens: TokenCounter, overlap_tokens: int = 32) -> list[str]:
     """Cut ``text`` into pieces of at most ``budget`` tokens (the counter's), overlapping by about
-    ``overlap_tokens``; whitespace inside a piece (table rows, code lines) is kept.
+    ``overlap_tokens``; cuts fall between sentences or lines where it can (a very long sentence is
+    cut between words), and whitespace inside a piece (table rows, code lines) is kept.
 
     Pieces are balanced (a 300-token text under a 254 budget gives two ~165-token pieces, not
     254 + 46), so no piece is a scrap that matches everything weakly.
@@ -184,7 +207,7 @@ def split_to_window(text: str, budget: int, count_tokens: TokenCounter, overlap_
     total = count_tokens(text)
     if total <= budget:
         return [text]
-    pieces = _PIECE.findall(text.strip())
+    pieces = _units(text.strip(), budget, count_tokens)
     parts = math.ceil(total / max(1, budget - overlap_tokens))
     target = min(budget, math.ceil(total / parts) + overlap_tokens)
     out, start = [], 0
@@ -207,7 +230,8 @@ def chunk_to_window(markdown: str, budget: int, count_tokens: TokenCounter, *,
     ``count_tokens`` is the embedder's own tokenizer (passed in, so this module stays pure): the
     word estimate above is off by ±30 % on scientific text, and a chunk past the model's window
     is silently cut by it. A document that fits is one chunk; otherwise the paragraph-aware
-    packing runs at ~80 % of the budget and any chunk still too long is split with overlap.
+    packing runs with its word estimate calibrated on this document, and any chunk still too
+    long is split with overlap.
     """
     if not markdown.strip():
         return []
@@ -215,8 +239,12 @@ def chunk_to_window(markdown: str, budget: int, count_tokens: TokenCounter, *,
     if whole <= budget:
         blocks = _blocks(markdown)
         return [Chunk(0, markdown.strip(), next((s for s, _, _ in blocks if s), None), whole)]
-    packed = chunk_markdown(markdown, target_tokens=max(16, int(budget * 0.8)),
-                            overlap_tokens=overlap_tokens)
+    # the packer estimates tokens from words; calibrate it on this document's own ratio so the
+    # packed chunks nearly fill the window (5 % slack) and few need a further split
+    estimate = estimate_tokens(markdown) or 1
+    calibrated = budget * estimate / whole * 0.95
+    packed = chunk_markdown(markdown, target_tokens=max(16, int(calibrated)),
+                            overlap_tokens=max(0, int(overlap_tokens * estimate / whole)))
     out: list[Chunk] = []
     for chunk in packed:
         for piece in split_to_window(chunk.text, budget, count_tokens, overlap_tokens):

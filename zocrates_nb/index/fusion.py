@@ -18,13 +18,18 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-__all__ = ["LANE_WEIGHT", "INTENT_WEIGHT", "PARENT_SHARE", "fuse", "lane_weight_for", "inherit_from_parents"]
+__all__ = ["LANE_WEIGHT", "INTENT_WEIGHT", "PARENT_SHARE", "LANE_DEPTH", "PAPER_WINDOW", "fuse", "lane_weight_for",
+           "inherit_from_parents", "keep_best_paper"]
 
 LANE_WEIGHT = 0.25
 INTENT_WEIGHT = 0.5
 #: Share of its paper's fused score a child note inherits ("my notes on the MERFISH paper":
 #: the paper matches the topic, the note holds what the user wrote about it).
 PARENT_SHARE = 0.1
+#: Notes per retriever list that get the lane term.
+LANE_DEPTH = 3
+#: The first results that always include the best paper found (when the lane would push it out).
+PAPER_WINDOW = 5
 
 
 def lane_weight_for(intent: float, base: float = LANE_WEIGHT, per_intent: float = INTENT_WEIGHT) -> float:
@@ -33,10 +38,12 @@ def lane_weight_for(intent: float, base: float = LANE_WEIGHT, per_intent: float 
 
 
 def fuse(rank_lists: Mapping[str, Sequence[str]], k: int, notes: set[str] | frozenset[str] = frozenset(),
-         lane_weight: float = 0.0) -> list[tuple[str, float]]:
+         lane_weight: float = 0.0, lane_depth: int = 1000) -> list[tuple[str, float]]:
     """RRF over ``rank_lists`` plus the note lane for ids in ``notes`` (best first, deterministic).
 
-    With ``lane_weight`` 0 or no notes this is exactly :func:`zocrates_nb.index.ranking.rrf`.
+    Only the ``lane_depth`` best notes of each list get the lane term: the lane lifts *the best*
+    notes, it does not push every note above every paper. With ``lane_weight`` 0 or no notes this
+    is exactly :func:`zocrates_nb.index.ranking.rrf`.
     """
     if k < 0:
         raise ValueError("k must be >= 0")
@@ -51,7 +58,8 @@ def fuse(rank_lists: Mapping[str, Sequence[str]], k: int, notes: set[str] | froz
             score = 1.0 / (k + rank)
             if lane_weight and unit in notes:
                 note_rank += 1
-                score += lane_weight / (k + note_rank)
+                if note_rank <= lane_depth:
+                    score += lane_weight / (k + note_rank)
             scores[unit] = scores.get(unit, 0.0) + score
     order = {unit: i for i, unit in enumerate(scores)}
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
@@ -71,3 +79,22 @@ def inherit_from_parents(fused: Sequence[tuple[str, float]], parent_of: Mapping[
     boosted = [(unit, score + share * scores.get(parent_of.get(unit) or "", 0.0)) for unit, score in fused]
     order = {unit: i for i, (unit, _) in enumerate(fused)}
     return sorted(boosted, key=lambda item: (-item[1], order[item[0]]))
+
+
+def keep_best_paper(fused: Sequence[tuple[str, float]], papers: set[str] | frozenset[str],
+                    window: int = PAPER_WINDOW) -> list[tuple[str, float]]:
+    """``fused`` with the best paper moved to the last of the first ``window`` places if none is there.
+
+    The lane must not turn an agent's first evidence into notes only: a question about a method
+    should still show the paper behind it among the first few results (an agent quotes about five).
+    With no paper found, or one already in the window, nothing changes.
+    """
+    items = list(fused)
+    if window < 1 or len(items) <= window or any(unit in papers for unit, _ in items[:window]):
+        return items
+    at = next((i for i, (unit, _) in enumerate(items) if unit in papers), None)
+    if at is None:
+        return items
+    best = items.pop(at)
+    items.insert(window - 1, best)
+    return items

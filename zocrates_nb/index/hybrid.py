@@ -21,8 +21,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from zocrates_nb.errors import ConfigError, IndexCorruptError, QueryError, ZocratesError
 from zocrates_nb.index import fts
-from zocrates_nb.index.fusion import (INTENT_WEIGHT, LANE_WEIGHT, PARENT_SHARE, fuse, inherit_from_parents,
-                                      lane_weight_for)
+from zocrates_nb.index.fusion import (INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, PAPER_WINDOW, PARENT_SHARE, fuse,
+                                      inherit_from_parents, keep_best_paper, lane_weight_for)
 from zocrates_nb.index.lexical import DocumentFrequencies, lexical_search
 from zocrates_nb.index.query import note_intent
 from zocrates_nb.index.ranking import (FILTER_NAMES, MAX_QUERY_CHARS, MODES, SearchHit, check_filters,
@@ -66,6 +66,8 @@ class HybridIndex:
             self.note_lane = float(search_cfg.get("note_lane", LANE_WEIGHT))
             self.intent_weight = float(search_cfg.get("note_intent", INTENT_WEIGHT))
             self.parent_share = float(search_cfg.get("parent_share", PARENT_SHARE))
+            self.lane_depth = int(search_cfg.get("lane_depth", LANE_DEPTH))
+            self.paper_window = int(search_cfg.get("paper_window", PAPER_WINDOW))
             self.prf_notes = int(search_cfg.get("prf_notes", 0))   # >0: RM3 pass from the top notes (off: no gain on dev)
             self.prf_terms = int(search_cfg.get("prf_terms", 8))
             if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
@@ -359,13 +361,13 @@ class HybridIndex:
         note_chunks = (self._read(lambda conn: fts.chunk_notes(conn, candidates))
                        if self.note_lane or self.intent_weight else {})
         weight = lane_weight_for(note_intent(query), self.note_lane, self.intent_weight) if note_chunks else 0.0
-        chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight))
+        chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight, self.lane_depth))
         if self.prf_notes and note_chunks and mode == "hybrid":
             feedback = self._feedback_list(query, list(chunk_fused), note_chunks)
             if feedback:
                 lists = {**lists, "lexical_prf": feedback}
                 note_chunks = {**note_chunks, **self._read(lambda conn: fts.chunk_notes(conn, feedback))}
-                chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight))
+                chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight, self.lane_depth))
         if collapse:
             keys = self._read(lambda conn: fts.chunk_keys(conn, {c for ranking in lists.values() for c in ranking}))
             doc_lists = {name: list(dict.fromkeys(keys[c] for c in ranking if c in keys))
@@ -379,11 +381,13 @@ class HybridIndex:
             units = {c: c for ranking in lists.values() for c in ranking}
             unit_lists = lists
         note_units = {u for u, c in units.items() if c in note_chunks} if collapse else note_chunks
-        fused = fuse(unit_lists, self.rrf_k, note_units, weight)
+        fused = fuse(unit_lists, self.rrf_k, note_units, weight, self.lane_depth)
         if collapse and self.parent_share and weight:
             # a child note inherits part of its paper's score (fusion.inherit_from_parents)
             fused = inherit_from_parents(fused, {u: note_chunks[c] for u, c in units.items() if c in note_chunks},
                                          self.parent_share)
+        if weight and self.paper_window and k >= self.paper_window:
+            fused = keep_best_paper(fused, {u for u in units if u not in note_units}, self.paper_window)
         fused = fused[:k]
         chosen = [units[u] for u, _ in fused if u in units]
         rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
