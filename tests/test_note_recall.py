@@ -164,3 +164,21 @@ def test_expansion_terms_prefer_words_the_feedback_notes_share_and_the_library_r
             "grows": 50, "recovered": 20, "cells": 900, "again": 100, "scores": 80}
     terms = expansion_terms(counts, ["droplets", "channel"], freq, 1000, n_terms=3)
     assert terms[:2] == ["scrublet", "doublet"] and "channel" not in terms
+
+
+def test_negative_note_lane_settings_are_refused(data_dir):
+    from zocrates_nb.errors import ConfigError
+    from zocrates_nb.index.hybrid import HybridIndex
+    from zocrates_nb.paths import DataPaths
+
+    with pytest.raises(ConfigError, match="must not be negative"):
+        HybridIndex(DataPaths(data_dir), {"search": {"note_lane": -1}})
+
+
+def test_keep_best_paper_moves_the_best_paper_into_the_window():
+    from zocrates_nb.index.fusion import keep_best_paper
+
+    fused = [("N1", 0.9), ("N2", 0.8), ("N3", 0.7), ("P1", 0.6), ("P2", 0.5)]
+    assert [u for u, _ in keep_best_paper(fused, {"P1", "P2"}, 3)] == ["N1", "N2", "P1", "N3", "P2"]
+    assert keep_best_paper(fused, {"P1", "P2"}, 5) == fused
+    assert keep_best_paper(fused, set(), 3) == fused

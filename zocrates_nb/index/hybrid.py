@@ -72,6 +72,9 @@ class HybridIndex:
             self.prf_terms = int(search_cfg.get("prf_terms", 8))
             if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
                 raise ValueError("out of range")
+            if min(self.note_lane, self.intent_weight, self.parent_share, self.lane_depth, self.paper_window,
+                   self.prf_notes, self.prf_terms) < 0:
+                raise ValueError("note-lane settings must not be negative")
         except (TypeError, ValueError) as exc:
             raise ConfigError(f'config["search"] has an invalid value ({exc}): {search_cfg!r}',
                               hint='Use numbers: {"rrf_k": 20, "depth": 100, "title_weight": 3.0}, '
