@@ -314,8 +314,10 @@ def test_questions_reference_existing_notes(questions, notes, scans):
     ids = [q["id"] for q in questions]
     assert len(set(ids)) == len(ids)
     for q in questions:
-        assert set(q) == {"id", "query", "note_keys"}
-        assert q["query"].strip().endswith("?") and len(q["query"].split()) >= 5, q["id"]
+        assert set(q) == {"id", "query", "note_keys", "kind", "split"}
+        assert q["kind"] in {"paraphrase", "keyword", "short", "child", "decision"} and q["split"] in {"dev", "test"}
+        # questions, or the search-box phrasing people use for their notes ("my notes on the X paper")
+        assert len(q["query"].split()) >= 5, q["id"]
         assert q["note_keys"] and set(q["note_keys"]) <= note_keys, q["id"]
     assert len({q["query"].lower() for q in questions}) == len(questions)
 

@@ -166,7 +166,7 @@ def test_filtered_search_does_not_lose_recall_to_a_top_n_window(conn):
 
 def test_title_weight_is_persisted_as_rank(conn):
     fts.set_title_weight(conn, 5.0)
-    assert conn.execute("SELECT v FROM chunks_fts_config WHERE k='rank'").fetchone()[0] == "bm25(5.0, 1.0)"
+    assert conn.execute("SELECT v FROM chunks_fts_config WHERE k='rank'").fetchone()[0] == "bm25(5.0, 1.0, 0.5)"
     _put(conn, "AAAA2222", ["other words entirely and deconvolution"], doc_kw={}, title="unrelated")
     _put(conn, "BBBB3333", ["other words entirely and stuff"], title="deconvolution")
     assert _keys(conn, "deconvolution")[0] == "BBBB3333"

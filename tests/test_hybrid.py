@@ -135,8 +135,13 @@ def test_modes_ranks_and_collapse(index):
     assert fused[0].key == "NOTE2222"
     assert fused[0].ranks["lexical"] == 1 and fused[0].ranks["dense"] is not None
     kr = index.rrf_k
-    assert fused[0].score == pytest.approx(1 / (kr + 1) + 1 / (kr + fused[0].ranks["dense"]))
     assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
+    # without the note lane (index/fusion.py) the fused score is plain RRF; the lane only adds to notes
+    plain_index = HybridIndex(index.paths, {"search": {"note_lane": 0, "note_intent": 0}}, embedder=index.embedder)
+    plain = plain_index.search("deconvolve Visium spots", k=3)
+    plain_index.close()
+    assert plain[0].score == pytest.approx(1 / (kr + 1) + 1 / (kr + plain[0].ranks["dense"]))
+    assert fused[0].score > plain[0].score
     # the paper has several chunks: collapsed to one hit per document, chunk text kept
     keys = [h.key for h in index.search("tissue sections gene expression", k=10)]
     assert keys.count("PAPR2222") == 1

@@ -279,8 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"zocrates-nb {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from zocrates_nb.cli_library import LIBRARY_COMMANDS
+    from zocrates_nb.cli_retrieval import RETRIEVAL_COMMANDS
 
-    for add in [*LIBRARY_COMMANDS, *COMMANDS]:
+    for add in [*LIBRARY_COMMANDS, *RETRIEVAL_COMMANDS, *COMMANDS]:
         add(sub, common)
     return parser
 

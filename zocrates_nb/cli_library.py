@@ -172,32 +172,44 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     paths = paths_from_args(args).ensure()
     events = EventLog(paths.diagnostics)
-    if args.notes:
+    if args.my_notes:
+        from zocrates_nb.cli_retrieval import run_my_notes
+
+        result = run_my_notes(args)
+    elif args.notes:
         wb = _workbench(args)
         try:
-            result = run_notes_eval(wb.index, k=5, mode=args.mode, events=events)
+            result = run_notes_eval(wb.index, k=5, mode=args.mode, events=events, notes_only=args.notes_only,
+                                    split=args.split)
         finally:
             wb.close()
     elif args.dataset:
-        result = run_beir_eval(args.dataset, split=args.split, mode=args.mode, paths=paths, events=events)
+        result = run_beir_eval(args.dataset, split=args.split or "test", mode=args.mode, paths=paths, events=events)
     else:
-        raise ZocratesError("Nothing to evaluate.", "Give --dataset DIR --split NAME, or --notes.")
+        raise ZocratesError("Nothing to evaluate.", "Give --dataset DIR --split NAME, --notes or --my-notes.")
     if args.json:
         _print_json(result)
     else:
-        shown = {k: v for k, v in result.items() if k != "misses"}
+        shown = {k: v for k, v in result.items() if k not in ("misses", "per_kind", "least_findable")}
         print("  ".join(f"{k}={v}" for k, v in shown.items()))
+        for kind, row in result.get("per_kind", {}).items():
+            print(f"  {kind:<11} " + "  ".join(f"{k}={v}" for k, v in row.items()))
         for miss in result.get("misses", []):
             print(f"  miss {miss['id']}: {miss['query']}")
+        for row in result.get("least_findable", []):
+            print(f"  rank {row['rank'] or '>10'}  {row['key']}  {row['title'][:60]}  <- {row['query'][:80]}")
     return EXIT_OK
 
 
 def _add_eval_parser(sub, common) -> None:
     p = sub.add_parser("eval", parents=[common], help="retrieval quality: BEIR datasets or the demo notes")
     p.add_argument("--dataset", metavar="DIR", help="BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/SPLIT.tsv")
-    p.add_argument("--split", default="test", help="qrels split (default test)")
+    p.add_argument("--split", default=None, help="qrels split (default test); with --notes: dev | test (default: all)")
     p.add_argument("--mode", choices=("lexical", "dense", "hybrid"), default="hybrid")
-    p.add_argument("--notes", action="store_true", help="note Recall@5 and MRR on the demo library's questions")
+    p.add_argument("--notes", action="store_true", help="note Recall@5/@10 and MRR@10 per question kind on the demo library's questions")
+    p.add_argument("--my-notes", action="store_true",
+                   help="findability of every note in this library (known-item test, no labels needed)")
+    p.add_argument("--notes-only", action="store_true", help="with --notes: search notes only (diagnostic; default: papers compete)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_eval)
 

@@ -198,8 +198,12 @@ def run_beir_eval(dataset_dir: str | Path, split: str = "test", mode: str = "hyb
 
 # ---------------------------------------------------------------------------- note questions
 
-def load_note_questions(path: str | Path | None = None) -> list[dict]:
-    """``{"id", "query", "note_keys"}`` per line (the demo set by default)."""
+def load_note_questions(path: str | Path | None = None, split: str | None = None) -> list[dict]:
+    """``{"id", "query", "note_keys"[, "kind", "split"]}`` per line (the demo set by default).
+
+    ``split`` ("dev" / "test") keeps only that part: tune on dev, report test. A question
+    without a ``kind`` counts as "keyword"; one without a ``split`` belongs to both.
+    """
     path = Path(path) if path else DEMO_QUESTIONS
     if not path.is_file():
         raise EvalDataError(f"No note-question file at {path}.",
@@ -209,31 +213,56 @@ def load_note_questions(path: str | Path | None = None) -> list[dict]:
         if not q.get("query") or not q.get("note_keys"):
             raise EvalDataError(f"Question {q.get('id')!r} in {path} lacks a query or note_keys.",
                                 hint="Every line needs a non-empty query and at least one note key.")
+    if split not in (None, "", "all"):
+        splits = {q.get("split") for q in questions} - {None}
+        if split not in splits:
+            raise EvalDataError(f"No question in {path} belongs to split {split!r}.",
+                                hint=f"Use --split with one of: {', '.join(sorted(splits)) or '(none: drop --split)'}.")
+        questions = [q for q in questions if q.get("split") in (None, split)]
     return questions
 
 
+def _summary(rows: list[tuple[float, float, float]]) -> dict:
+    """(R@5, R@10, MRR@10) per question → their means, rounded, and the count."""
+    n = len(rows)
+    if not n:
+        return {"recall@5": 0.0, "recall@10": 0.0, "mrr@10": 0.0, "queries": 0}
+    return {"recall@5": round(sum(r[0] for r in rows) / n, 4), "recall@10": round(sum(r[1] for r in rows) / n, 4),
+            "mrr@10": round(sum(r[2] for r in rows) / n, 4), "queries": n}
+
+
 def run_notes_eval(index: Any, questions: list[dict] | None = None, *, k: int = 5, mode: str = "hybrid",
-                   events: Any = None) -> dict:
-    """Note Recall@k and MRR@10 over unfiltered search (papers compete for the same slots)."""
+                   events: Any = None, notes_only: bool = False, split: str | None = None) -> dict:
+    """Note Recall@k, Recall@10 and MRR@10, overall and per question kind.
+
+    By default the search is unfiltered, so papers compete for the same slots as the agents
+    see them; ``notes_only`` restricts it to notes (a diagnostic: is the note reachable at all?).
+    """
     started = time.perf_counter()
-    questions = questions if questions is not None else load_note_questions()
-    recall_sum = mrr_sum = 0.0
+    questions = questions if questions is not None else load_note_questions(split=split)
+    filters = {"item_type": "note"} if notes_only else None
+    per_question: list[tuple[float, float, float]] = []
+    by_kind: dict[str, list[tuple[float, float, float]]] = {}
     misses = []
     for q in questions:
-        ranking = [h.key for h in index.search(q["query"], k=max(k, 10), mode=mode)]
+        ranking = [h.key for h in index.search(q["query"], k=max(k, 10), mode=mode, filters=filters)]
         relevance = {key: 1 for key in q["note_keys"]}
-        recall = recall_at_k(ranking, relevance, k)
-        recall_sum += recall
-        mrr_sum += mrr_at_k(ranking, relevance, 10)
-        if recall < 1.0:
-            misses.append({"id": q.get("id"), "query": q["query"], "expected": list(q["note_keys"]),
-                           "got": ranking[:k]})
+        row = (recall_at_k(ranking, relevance, k), recall_at_k(ranking, relevance, 10),
+               mrr_at_k(ranking, relevance, 10))
+        per_question.append(row)
+        by_kind.setdefault(str(q.get("kind") or "keyword"), []).append(row)
+        if row[0] < 1.0:
+            misses.append({"id": q.get("id"), "kind": q.get("kind"), "query": q["query"],
+                           "expected": list(q["note_keys"]), "got": ranking[:k]})
+    overall = _summary(per_question)
     n = len(questions)
-    result = {f"recall@{k}": round(recall_sum / n, 4) if n else 0.0, "mrr": round(mrr_sum / n, 4) if n else 0.0,
-              "queries": n, "mode": mode, "misses": misses, "seconds": round(time.perf_counter() - started, 2),
-              "dataset": "notes"}
+    result = {f"recall@{k}": round(sum(r[0] for r in per_question) / n, 4) if n else 0.0,
+              "recall@10": overall["recall@10"], "mrr": overall["mrr@10"], "queries": n, "mode": mode,
+              "split": split or "all", "notes_only": notes_only,
+              "per_kind": {kind: _summary(rows) for kind, rows in sorted(by_kind.items())},
+              "misses": misses, "seconds": round(time.perf_counter() - started, 2), "dataset": "notes"}
     if events is not None:
-        events.emit("eval", dataset="notes", split="notes", mode=mode, queries=n,
+        events.emit("eval", dataset="notes", split=result["split"], mode=mode, queries=n,
                     **{f"recall@{k}": result[f"recall@{k}"], "mrr@10": result["mrr"]},
                     seconds=result["seconds"], latency_ms=round(result["seconds"] * 1000, 1))
     return result

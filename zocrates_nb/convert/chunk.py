@@ -7,8 +7,9 @@ start a new chunk at a heading once the current one has some substance, and
 carry the last ~40 tokens of a chunk into the next one within a section so a
 sentence that straddles the cut is findable from both sides.
 
-Token counts are estimated from words (~0.75 words per token), which is cheap
-and close enough for English prose; the embedder truncates anyway.
+Token counts are estimated from words (~0.75 words per token) by ``chunk_markdown``;
+the index uses ``chunk_to_window`` with the embedder's own token counter, so no chunk
+is longer than the model reads.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from .summary import count_words
 from .toc import heading_text
@@ -87,8 +89,17 @@ def _split_long(text: str, target_words: int, overlap_words: int) -> list[str]:
 
 
 def _tail(text: str, overlap_words: int) -> str:
+    """The end of ``text`` carried into the next chunk: whole sentences when they fit, else words."""
     words = text.split()
-    return " ".join(words[-overlap_words:]) if overlap_words and len(words) > overlap_words else ""
+    if not overlap_words or len(words) <= overlap_words:
+        return ""
+    sentences = re.split(r"(?<=[.!?])\s+", " ".join(words))
+    kept: list[str] = []
+    for sentence in reversed(sentences):
+        if count_words(" ".join([sentence, *kept])) > overlap_words:
+            break
+        kept.insert(0, sentence)
+    return " ".join(kept) if kept else " ".join(words[-overlap_words:])
 
 
 def chunk_markdown(markdown: str, *, target_tokens: int = 256, overlap_tokens: int = 40) -> list[Chunk]:
@@ -151,3 +162,92 @@ def chunk_markdown(markdown: str, *, target_tokens: int = 256, overlap_tokens: i
             part_words += piece_words
     emit()
     return chunks
+
+
+# ---------------------------------------------------------------------------- the model's window
+
+TokenCounter = Callable[[str], int]
+
+_PIECE = re.compile(r"\S+\s*")
+#: A sentence (up to . ! ? and the spaces after it) or a line: the units a split prefers to keep whole.
+_SENTENCE = re.compile(r".+?(?:[.!?](?=\s)|\n|$)\s*", re.DOTALL)
+
+
+def _units(text: str, budget: int, count_tokens: TokenCounter) -> list[str]:
+    """Sentences and lines of ``text`` (whitespace kept); one longer than ``budget`` becomes words."""
+    out: list[str] = []
+    for sentence in _SENTENCE.findall(text):
+        if count_tokens(sentence) > budget // 2:
+            out.extend(_PIECE.findall(sentence))
+        else:
+            out.append(sentence)
+    return out
+
+
+def _fits(pieces: list[str], start: int, budget: int, count_tokens: TokenCounter) -> int:
+    """The largest end such that ``pieces[start:end]`` fits ``budget`` tokens (at least one piece)."""
+    low, high = start + 1, len(pieces)
+    while low < high:                                   # binary search: log n tokenizer calls
+        mid = (low + high + 1) // 2
+        if count_tokens("".join(pieces[start:mid])) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def split_to_window(text: str, budget: int, count_tokens: TokenCounter, overlap_tokens: int = 32) -> list[str]:
+    """Cut ``text`` into pieces of at most ``budget`` tokens (the counter's), overlapping by about
+    ``overlap_tokens``; cuts fall between sentences or lines where it can (a very long sentence is
+    cut between words), and whitespace inside a piece (table rows, code lines) is kept.
+
+    Pieces are balanced (a 300-token text under a 254 budget gives two ~165-token pieces, not
+    254 + 46), so no piece is a scrap that matches everything weakly.
+    """
+    total = count_tokens(text)
+    if total <= budget:
+        return [text]
+    pieces = _units(text.strip(), budget, count_tokens)
+    parts = math.ceil(total / max(1, budget - overlap_tokens))
+    target = min(budget, math.ceil(total / parts) + overlap_tokens)
+    out, start = [], 0
+    while start < len(pieces):
+        end = _fits(pieces, start, target, count_tokens)
+        out.append("".join(pieces[start:end]).strip())
+        if end >= len(pieces):
+            break
+        back = end
+        while back > start + 1 and count_tokens("".join(pieces[back - 1:end])) <= overlap_tokens:
+            back -= 1
+        start = max(back, start + 1)
+    return out
+
+
+def chunk_to_window(markdown: str, budget: int, count_tokens: TokenCounter, *,
+                    overlap_tokens: int = 32) -> list[Chunk]:
+    """Markdown → chunks none of which is longer than ``budget`` tokens as ``count_tokens`` counts.
+
+    ``count_tokens`` is the embedder's own tokenizer (passed in, so this module stays pure): the
+    word estimate above is off by ±30 % on scientific text, and a chunk past the model's window
+    is silently cut by it. A document that fits is one chunk; otherwise the paragraph-aware
+    packing runs with its word estimate calibrated on this document, and any chunk still too
+    long is split with overlap.
+    """
+    if not markdown.strip():
+        return []
+    whole = count_tokens(markdown.strip())
+    if whole <= budget:
+        blocks = _blocks(markdown)
+        return [Chunk(0, markdown.strip(), next((s for s, _, _ in blocks if s), None), whole)]
+    # the packer estimates tokens from words; calibrate it on this document's own ratio so the
+    # packed chunks nearly fill the window (5 % slack) and few need a further split
+    estimate = estimate_tokens(markdown) or 1
+    calibrated = budget * estimate / whole * 0.95
+    packed = chunk_markdown(markdown, target_tokens=max(16, int(calibrated)),
+                            overlap_tokens=max(0, int(overlap_tokens * estimate / whole)))
+    out: list[Chunk] = []
+    for chunk in packed:
+        for piece in split_to_window(chunk.text, budget, count_tokens, overlap_tokens):
+            if piece.strip():
+                out.append(Chunk(len(out), piece, chunk.section, count_tokens(piece)))
+    return out

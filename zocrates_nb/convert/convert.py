@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..library.base import Paper
 
 #: bump when the Markdown produced for the same input changes; every bundle then counts as stale
-CONVERTER_VERSION = "zocrates-convert/2"
+CONVERTER_VERSION = "zocrates-convert/3"
 UNTITLED = "Untitled note"
 
 

@@ -64,6 +64,8 @@ def _base_manifest(converted, context: dict, converted_at: str) -> dict:
     manifest.update(parent_key=context.get("parent_key"), parent_title=context.get("parent_title"),
                     collections=context["collections"], collection_keys=context["collection_keys"],
                     converted_at=converted_at)
+    if context.get("parent_creators") or context.get("parent_year"):
+        manifest.update(parent_creators=context.get("parent_creators") or [], parent_year=context.get("parent_year"))
     return manifest
 
 

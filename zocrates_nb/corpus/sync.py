@@ -130,6 +130,7 @@ class Corpus:
             snapshot = self.source.snapshot()
             self._collection_names = snapshot.collection_names()
             paper_titles = {p.key: p.title for p in snapshot.papers}
+            papers_by_key = {p.key: p for p in snapshot.papers}
             state = self.meta.state()
             work: list[_Work] = []
             seen: set[str] = set()
@@ -143,7 +144,8 @@ class Corpus:
                 except ConversionError as err:
                     self._fail(report, note.key, err.message)
                     continue
-                context = self._note_context(note, paper_titles.get(note.parent_key or ""))
+                context = self._note_context(note, paper_titles.get(note.parent_key or ""),
+                                             papers_by_key.get(note.parent_key or ""))
                 self._classify(report, work, state, "note", note, digest, context)
             for paper in snapshot.papers:
                 seen.add(paper.key)
@@ -229,10 +231,13 @@ class Corpus:
             self._collection_names.update(self.source.snapshot().collection_names())
         return [self._collection_names.get(k, k) for k in keys]
 
-    def _note_context(self, note, parent_title: str | None) -> dict:
+    def _note_context(self, note, parent_title: str | None, parent=None) -> dict:
         keys = list(note.collections)
-        return {"parent_key": note.parent_key, "parent_title": parent_title, "collection_keys": keys,
-                "collections": self._names_for(keys)}
+        context = {"parent_key": note.parent_key, "parent_title": parent_title, "collection_keys": keys,
+                   "collections": self._names_for(keys)}
+        if parent is not None:     # a child note is indexed with its paper's authors and year too
+            context.update(parent_creators=list(parent.creators)[:3], parent_year=parent.year)
+        return context
 
     def _paper_context(self, paper) -> dict:
         keys = list(paper.collections)
@@ -270,7 +275,7 @@ class Corpus:
                 self._collection_names.setdefault(k, name)
         if kind == "note":
             parent = self.source.get_paper(record.parent_key) if record.parent_key else None
-            context = self._note_context(record, parent.title if parent else None)
+            context = self._note_context(record, parent.title if parent else None, parent)
             digest = note_source_hash(record.html)
         else:
             context, digest = self._paper_context(record), paper_source_hash(record)

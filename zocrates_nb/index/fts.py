@@ -41,6 +41,10 @@ __all__ = [
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: bm25 weight of the title column relative to the body (tuned on SciFact train).
 DEFAULT_TITLE_WEIGHT = 3.0
+#: bm25 weight of the context column (a child note's paper, a note's collections): below the
+#: body's 1.0 so the context helps a note be found through its paper without outranking the
+#: notes that say the words themselves (tuned on the demo note questions' dev split).
+CONTEXT_WEIGHT = 0.5
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS chunks(
@@ -54,21 +58,24 @@ CREATE TABLE IF NOT EXISTS chunks(
     title TEXT NOT NULL DEFAULT '',
     section TEXT,
     text TEXT NOT NULL DEFAULT '',
-    chunk_index INTEGER NOT NULL DEFAULT 0
+    chunk_index INTEGER NOT NULL DEFAULT 0,
+    context TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks(key);
 CREATE INDEX IF NOT EXISTS chunks_by_parent ON chunks(parent_key);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    title, text, content='chunks', content_rowid='id', tokenize='{TOKENIZER}');
+    title, text, context, content='chunks', content_rowid='id', tokenize='{TOKENIZER}');
 CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
+    INSERT INTO chunks_fts(rowid, title, text, context) VALUES (new.id, new.title, new.text, new.context);
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
+    INSERT INTO chunks_fts(chunks_fts, rowid, title, text, context)
+        VALUES ('delete', old.id, old.title, old.text, old.context);
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
-    INSERT INTO chunks_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
+    INSERT INTO chunks_fts(chunks_fts, rowid, title, text, context)
+        VALUES ('delete', old.id, old.title, old.text, old.context);
+    INSERT INTO chunks_fts(rowid, title, text, context) VALUES (new.id, new.title, new.text, new.context);
 END;
 CREATE TABLE IF NOT EXISTS index_documents(
     key TEXT PRIMARY KEY,
@@ -117,6 +124,7 @@ class ChunkRow:
     collections: tuple[str, ...] = ()
     section: str | None = None
     chunk_index: int = 0
+    context: str = ""              # indexed beside the text, weighted lower (index/context.py)
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,9 @@ class DocumentRow:
 
 def ensure_schema(conn: sqlite3.Connection, title_weight: float | None = None) -> None:
     """Create the tables and triggers if missing (idempotent, safe inside a transaction)."""
+    from zocrates_nb.index.fts_migrate import add_context_column
+
+    add_context_column(conn)
     for statement in _split_sql(_SCHEMA):
         conn.execute(statement)
     if title_weight is not None:
@@ -168,7 +179,7 @@ def schema_ready(conn: sqlite3.Connection, title_weight: float | None = None) ->
 
 
 def _rank_expression(title_weight: float) -> str:
-    return f"bm25({float(title_weight)!r}, 1.0)"
+    return f"bm25({float(title_weight)!r}, 1.0, {CONTEXT_WEIGHT!r})"
 
 
 def _split_sql(script: str) -> list[str]:
@@ -249,15 +260,15 @@ def replace_document(conn: sqlite3.Connection, doc: DocumentRow, rows: Sequence[
         conn.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(c,) for c in stale])
     conn.executemany(
         """INSERT INTO chunks(chunk_id, key, kind, parent_key, item_type, collections, title,
-                              section, text, chunk_index)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                              section, text, chunk_index, context)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT(chunk_id) DO UPDATE SET
                key = excluded.key, kind = excluded.kind, parent_key = excluded.parent_key,
                item_type = excluded.item_type, collections = excluded.collections,
                title = excluded.title, section = excluded.section, text = excluded.text,
-               chunk_index = excluded.chunk_index""",
+               chunk_index = excluded.chunk_index, context = excluded.context""",
         [(r.chunk_id, r.key, r.kind, r.parent_key, r.item_type, json.dumps(list(r.collections)),
-          r.title, r.section, r.text, r.chunk_index) for r in rows])
+          r.title, r.section, r.text, r.chunk_index, r.context) for r in rows])
     conn.execute(
         """INSERT INTO index_documents(key, kind, item_type, title, parent_key, parent_title,
                                        collections, citation, first_author, year, word_count,
@@ -374,12 +385,19 @@ def chunk_keys(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
     return dict(_rows_where_in(conn, "SELECT chunk_id, key FROM chunks WHERE chunk_id IN ({marks})", ids))
 
 
+def chunk_notes(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str | None]:
+    """``chunk_id → parent key (or None)`` for the chunks among ``ids`` that belong to notes."""
+    return dict(_rows_where_in(
+        conn, "SELECT chunk_id, parent_key FROM chunks WHERE kind = 'note' AND chunk_id IN ({marks})", ids))
+
+
 def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkRow]:
     """Full rows for the given chunk ids (missing ids are simply absent)."""
     out: dict[str, ChunkRow] = {}
     for r in _rows_where_in(conn, """SELECT chunk_id, key, kind, text, title, parent_key, item_type, collections,
-                                           section, chunk_index FROM chunks WHERE chunk_id IN ({marks})""", ids):
-        out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7] or "[]")), r[8], r[9])
+                                           section, chunk_index, context FROM chunks WHERE chunk_id IN ({marks})""", ids):
+        out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7] or "[]")), r[8], r[9],
+                             r[10] or "")
     return out
 
 

@@ -21,7 +21,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from zocrates_nb.errors import ConfigError, IndexCorruptError, QueryError, ZocratesError
 from zocrates_nb.index import fts
+from zocrates_nb.index.fusion import (INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, PAPER_WINDOW, PARENT_SHARE, fuse,
+                                      inherit_from_parents, keep_best_paper, lane_weight_for)
 from zocrates_nb.index.lexical import DocumentFrequencies, lexical_search
+from zocrates_nb.index.query import note_intent
 from zocrates_nb.index.ranking import (FILTER_NAMES, MAX_QUERY_CHARS, MODES, SearchHit, check_filters,
                                        prepare_query, rrf, unknown_collection_error, unknown_parent_error)
 from zocrates_nb.index.records import document_rows, embedding_text
@@ -60,8 +63,18 @@ class HybridIndex:
             self.depth = int(search_cfg.get("depth", 100))
             self.title_weight = float(search_cfg.get("title_weight", fts.DEFAULT_TITLE_WEIGHT))
             self.parallel = bool(search_cfg.get("parallel", True))
+            self.note_lane = float(search_cfg.get("note_lane", LANE_WEIGHT))
+            self.intent_weight = float(search_cfg.get("note_intent", INTENT_WEIGHT))
+            self.parent_share = float(search_cfg.get("parent_share", PARENT_SHARE))
+            self.lane_depth = int(search_cfg.get("lane_depth", LANE_DEPTH))
+            self.paper_window = int(search_cfg.get("paper_window", PAPER_WINDOW))
+            self.prf_notes = int(search_cfg.get("prf_notes", 0))   # >0: RM3 pass from the top notes (off: no gain on dev)
+            self.prf_terms = int(search_cfg.get("prf_terms", 8))
             if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
                 raise ValueError("out of range")
+            if min(self.note_lane, self.intent_weight, self.parent_share, self.lane_depth, self.paper_window,
+                   self.prf_notes, self.prf_terms) < 0:
+                raise ValueError("note-lane settings must not be negative")
         except (TypeError, ValueError) as exc:
             raise ConfigError(f'config["search"] has an invalid value ({exc}): {search_cfg!r}',
                               hint='Use numbers: {"rrf_k": 20, "depth": 100, "title_weight": 3.0}, '
@@ -152,7 +165,7 @@ class HybridIndex:
     # ------------------------------------------------------------------ DocumentIndexer
     def stage(self, conn: sqlite3.Connection, manifest: Mapping[str, Any], markdown: str) -> None:
         """Write a document's FTS rows inside the caller's transaction; queue its vectors."""
-        doc, rows = document_rows(manifest, markdown)
+        doc, rows = document_rows(manifest, markdown, _count_tokens())
         stale = fts.replace_document(conn, doc, rows)
         with self._lock:
             self._pending.update(r.chunk_id for r in rows)
@@ -196,7 +209,7 @@ class HybridIndex:
         todo = [rows[c] for c in sorted(rows)]
         for start in range(0, len(todo), _EMBED_BATCH):
             batch = todo[start:start + _EMBED_BATCH]
-            vectors = self.embedder.embed([embedding_text(r.title, r.text) for r in batch])
+            vectors = self.embedder.embed([embedding_text(r.title, r.text, r.context) for r in batch])
             store.upsert([r.chunk_id for r in batch], vectors, [_metadata(r) for r in batch])
             if progress:
                 progress(min(start + _EMBED_BATCH, len(todo)), len(todo))
@@ -245,7 +258,7 @@ class HybridIndex:
 
         root = Path(getattr(getattr(corpus, "paths", None), "corpus", None) or self.paths.corpus)
         bundles = sorted(p for p in root.iterdir() if (p / "okf.json").is_file()) if root.is_dir() else []
-        records = [document_rows(read_manifest(b), read_markdown(b)) for b in bundles]
+        records = [document_rows(read_manifest(b), read_markdown(b), _count_tokens()) for b in bundles]
         vectors = self._store()
         self._reconciled = True                   # no point reconciling a store we are about to reset
         self._write(lambda conn: (fts.clear(conn), [fts.replace_document(conn, d, r) for d, r in records]))
@@ -323,7 +336,7 @@ class HybridIndex:
         if not any(lists.values()):
             self._check_not_lost()
             self._check_filter_targets(filters)
-        return self._assemble(lists, raw_scores, k, collapse, mode), notices
+        return self._assemble(lists, raw_scores, k, collapse, mode, text), notices
 
     def _lexical(self, text: str, depth: int, filters: Mapping[str, str]) -> list[tuple[str, str, float]]:
         return self._read(lambda conn: lexical_search(conn, text, depth, filters, self._frequencies))
@@ -342,9 +355,22 @@ class HybridIndex:
         return self.vectors.query(query_embedding, depth, where=where_for(filters))
 
     def _assemble(self, lists: dict[str, list[str]], raw_scores: dict[str, dict[str, float]], k: int,
-                  collapse: bool, mode: str) -> list[SearchHit]:
-        """Fuse (or pass through) the per-retriever lists, collapse to documents, attach provenance."""
-        chunk_fused = dict(rrf(lists, self.rrf_k))
+                  collapse: bool, mode: str, query: str = "") -> list[SearchHit]:
+        """Fuse (or pass through) the per-retriever lists, collapse to documents, attach provenance.
+
+        Fusion has a note lane (index/fusion.py): notes also score by their rank among notes.
+        """
+        candidates = {c for ranking in lists.values() for c in ranking}
+        note_chunks = (self._read(lambda conn: fts.chunk_notes(conn, candidates))
+                       if self.note_lane or self.intent_weight else {})
+        weight = lane_weight_for(note_intent(query), self.note_lane, self.intent_weight) if note_chunks else 0.0
+        chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight, self.lane_depth))
+        if self.prf_notes and note_chunks and mode == "hybrid":
+            feedback = self._feedback_list(query, list(chunk_fused), note_chunks)
+            if feedback:
+                lists = {**lists, "lexical_prf": feedback}
+                note_chunks = {**note_chunks, **self._read(lambda conn: fts.chunk_notes(conn, feedback))}
+                chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight, self.lane_depth))
         if collapse:
             keys = self._read(lambda conn: fts.chunk_keys(conn, {c for ranking in lists.values() for c in ranking}))
             doc_lists = {name: list(dict.fromkeys(keys[c] for c in ranking if c in keys))
@@ -357,7 +383,15 @@ class HybridIndex:
         else:
             units = {c: c for ranking in lists.values() for c in ranking}
             unit_lists = lists
-        fused = rrf(unit_lists, self.rrf_k)[:k]
+        note_units = {u for u, c in units.items() if c in note_chunks} if collapse else note_chunks
+        fused = fuse(unit_lists, self.rrf_k, note_units, weight, self.lane_depth)
+        if collapse and self.parent_share and weight:
+            # a child note inherits part of its paper's score (fusion.inherit_from_parents)
+            fused = inherit_from_parents(fused, {u: note_chunks[c] for u, c in units.items() if c in note_chunks},
+                                         self.parent_share)
+        if weight and self.paper_window and k >= self.paper_window:
+            fused = keep_best_paper(fused, {u for u in units if u not in note_units}, self.paper_window)
+        fused = fused[:k]
         chosen = [units[u] for u, _ in fused if u in units]
         rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
         docs = self._read(lambda conn: fts.documents(conn, {rows[c].key for c in chosen if c in rows}))
@@ -383,6 +417,29 @@ class HybridIndex:
                 first_author=doc.first_author if doc else None, year=doc.year if doc else None,
                 collections=row.collections))
         return hits
+
+    def document_keys(self, kind: str | None = None) -> list[str]:
+        """Keys of the indexed documents ("note" / "paper" / all), sorted."""
+        sql = "SELECT key FROM index_documents" + (" WHERE kind = ?" if kind else "") + " ORDER BY key"
+        return self._read(lambda conn: [k for (k,) in conn.execute(sql, (kind,) if kind else ())])
+
+    def document_chunks(self, key: str) -> list[fts.ChunkRow]:
+        """All indexed chunks of one document, in order (for ``explain`` and findability checks)."""
+        def read(conn: sqlite3.Connection) -> list[fts.ChunkRow]:
+            ids = [cid for (cid,) in conn.execute(
+                "SELECT chunk_id FROM chunks WHERE key = ? ORDER BY chunk_index", (key,))]
+            rows = fts.chunk_rows(conn, ids)
+            return [rows[c] for c in ids if c in rows]
+
+        return self._read(read)
+
+    def _feedback_list(self, query: str, ranked: list[str], note_chunks: Mapping[str, Any]) -> list[str]:
+        """RM3-style second lexical pass over notes, expanded from the top notes of the first pass."""
+        from zocrates_nb.index.prf import feedback_ranking
+
+        top = [c for c in ranked if c in note_chunks][:self.prf_notes]
+        return self._read(lambda conn: feedback_ranking(conn, query, top, self.depth, self._frequencies,
+                                                        self.prf_terms)) if top else []
 
     def _check_not_lost(self) -> None:
         """No results at all with bundles on disk but no chunk rows → the index was deleted."""
@@ -443,6 +500,13 @@ class HybridIndex:
 
     def __repr__(self) -> str:
         return f"HybridIndex({self.paths.meta_db}, rrf_k={self.rrf_k})"
+
+
+def _count_tokens() -> Callable[[str], int] | None:
+    """The embedder's token counter (tokenizer only, no model load), or None to estimate."""
+    from zocrates_nb.index.embed import token_counter
+
+    return token_counter()
 
 
 def _settle(job: Future | None) -> None:

@@ -7,17 +7,29 @@ evaluation harness all index a document the same way:
   is one thought, and splitting it would only dilute both retrievers;
 - longer notes and papers are cut by ``convert.chunk.chunk_markdown`` (paragraph-aware,
   ~256 tokens with overlap), so a match points at a passage, not a 30-page paper.
+
+With a ``count_tokens`` function (the embedder's tokenizer, passed in by the index) the rule
+is exact instead: a document is one chunk when its context line, title and text fit the
+model's window (``WINDOW_TOKENS``), and otherwise it is cut so that every chunk does
+(``convert.chunk.chunk_to_window``). Every chunk also carries its document's context line
+(:mod:`zocrates_nb.index.context`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from zocrates_nb.index.context import MAX_CONTEXT_TOKENS, clip_to_tokens, context_line
 from zocrates_nb.index.fts import ChunkRow, DocumentRow
 
-__all__ = ["NOTE_WHOLE_WORDS", "document_rows", "embedding_text", "first_author_of", "kind_of"]
+__all__ = ["NOTE_WHOLE_WORDS", "WINDOW_TOKENS", "document_rows", "embedding_text", "first_author_of", "kind_of",
+           "body_budget"]
 
 NOTE_WHOLE_WORDS = 300
+#: Word pieces the embedder reads besides [CLS] and [SEP] (all-MiniLM-L6-v2: 256 in all).
+WINDOW_TOKENS = 254
+#: Overlap between consecutive chunks, in word pieces.
+OVERLAP_TOKENS = 32
 
 
 def kind_of(manifest: Mapping[str, Any]) -> str:
@@ -43,8 +55,31 @@ def _year(value: Any) -> int | None:
         return None
 
 
-def document_rows(manifest: Mapping[str, Any], markdown: str) -> tuple[DocumentRow, list[ChunkRow]]:
-    """The provenance row and the chunk rows for one bundle (deterministic ids ``KEY:index``)."""
+def body_budget(title: str, context: str, count_tokens: Callable[[str], int]) -> int:
+    """Word pieces left for a chunk's own text once its context and title prefix are counted."""
+    prefix = count_tokens(f"{context}\n{title}") if (context or title) else 0
+    return max(64, WINDOW_TOKENS - prefix)
+
+
+def _pieces(kind: str, word_count: int, body: str, title: str, context: str,
+            count_tokens: Callable[[str], int] | None) -> list[tuple[str, str | None]]:
+    from zocrates_nb.convert.chunk import chunk_markdown, chunk_to_window
+
+    if count_tokens is not None:
+        chunks = chunk_to_window(body, body_budget(title, context, count_tokens), count_tokens,
+                                 overlap_tokens=OVERLAP_TOKENS)
+        return [(c.text, c.section) for c in chunks if c.text.strip()] or [(body, None)]
+    if kind == "note" and word_count < NOTE_WHOLE_WORDS:
+        return [(body, None)]
+    return [(c.text, c.section) for c in chunk_markdown(body) if c.text.strip()] or [(body, None)]
+
+
+def document_rows(manifest: Mapping[str, Any], markdown: str,
+                  count_tokens: Callable[[str], int] | None = None) -> tuple[DocumentRow, list[ChunkRow]]:
+    """The provenance row and the chunk rows for one bundle (deterministic ids ``KEY:index``).
+
+    ``count_tokens``: the embedder's token counter; without it chunk sizes are estimated.
+    """
     key = str(manifest["key"])
     kind = kind_of(manifest)
     title = str(manifest.get("title") or "")
@@ -63,26 +98,24 @@ def document_rows(manifest: Mapping[str, Any], markdown: str) -> tuple[DocumentR
         year=_year(manifest.get("year")), word_count=int(word_count),
         abstract=manifest.get("abstract") or None, source_hash=manifest.get("source_hash"))
     body = (markdown or "").strip()
-    if kind == "note" and word_count < NOTE_WHOLE_WORDS:
-        pieces: list[tuple[str, str | None]] = [(body, None)]
-    else:
-        from zocrates_nb.convert.chunk import chunk_markdown
-
-        pieces = [(c.text, c.section) for c in chunk_markdown(body) if c.text.strip()] or [(body, None)]
+    context = clip_to_tokens(context_line(manifest), MAX_CONTEXT_TOKENS, count_tokens)
+    pieces = _pieces(kind, int(word_count), body, title, context, count_tokens)
     rows = [ChunkRow(chunk_id=f"{key}:{i}", key=key, kind=kind, text=text, title=title,
                      parent_key=parent_key, item_type=item_type, collections=collections,
-                     section=section, chunk_index=i)
+                     section=section, chunk_index=i, context=context)
             for i, (text, section) in enumerate(pieces)]
     return doc, rows
 
 
-def embedding_text(title: str, text: str) -> str:
-    """What the dense model sees: the title, then the passage (unless it already starts with it).
+def embedding_text(title: str, text: str, context: str = "") -> str:
+    """What the dense model sees: the context line, the title, then the passage (the title only
+    when the passage does not already start with it).
 
     A chunk from the middle of a paper says little on its own; its title puts it in
-    context (this is also how MiniLM reached its published SciFact score).
+    context (this is also how MiniLM reached its published SciFact score). A child note's
+    context names its paper, so "my notes on the RCTD paper" lands near it.
     """
     head = text.lstrip("# \n")[: len(title) + 2]
     if title and not head.startswith(title):
-        return f"{title}\n{text}"
-    return text
+        text = f"{title}\n{text}"
+    return f"{context}\n{text}" if context else text

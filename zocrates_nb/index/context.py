@@ -1,0 +1,62 @@
+"""What a chunk is indexed *with*, besides its own words — pure functions.
+
+Why: a child note says "Use full mode on Visium", never "RCTD" or "robust decomposition";
+a researcher asks "what did I note on the RCTD paper?". So each chunk carries a short
+context line, indexed on both retrievers but weighted below the chunk's own text:
+
+- a child note: its parent paper's title, first authors and year;
+- a standalone note: its collection path(s);
+- a paper chunk: its paper's title (already the chunk's ``title``, so no extra context).
+
+Lexically the context is a separate FTS5 column with a low bm25 weight
+(``CONTEXT_WEIGHT``); densely it is a prefix of the embedded text, clipped to
+``MAX_CONTEXT_TOKENS`` so the note's own words keep most of the model's window.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+__all__ = ["MAX_CONTEXT_TOKENS", "context_line", "clip_to_tokens", "authors_text"]
+
+#: Most word pieces of context in front of a chunk (of the model's 254 content pieces).
+MAX_CONTEXT_TOKENS = 48
+
+
+def authors_text(creators: Any, limit: int = 2) -> str:
+    """``["Cable, Dylan", "Murray, Evan", …]`` → ``"Cable, Murray et al."`` (last names)."""
+    names = []
+    for creator in list(creators or [])[:limit]:
+        if isinstance(creator, Mapping):
+            name = creator.get("lastName") or creator.get("name") or ""
+        else:
+            name = str(creator).split(",")[0]
+        if name.strip():
+            names.append(name.strip())
+    more = " et al." if creators and len(list(creators)) > limit else ""
+    return ", ".join(names) + more
+
+
+def context_line(manifest: Mapping[str, Any]) -> str:
+    """The context a document's chunks are indexed with ("" for papers and unfiled notes)."""
+    if manifest.get("content_type") != "text/note":
+        return ""
+    parent = manifest.get("parent_title")
+    if parent:
+        authors = authors_text(manifest.get("parent_creators"))
+        year = manifest.get("parent_year")
+        tail = ", ".join(str(p) for p in (authors, year) if p)
+        return f"Note on the paper: {parent}" + (f" ({tail})" if tail else "")
+    collections = [str(c) for c in (manifest.get("collections") or []) if str(c).strip()]
+    return f"Note in: {'; '.join(collections)}" if collections else ""
+
+
+def clip_to_tokens(text: str, limit: int, count_tokens: Callable[[str], int] | None) -> str:
+    """``text`` cut at a word boundary to at most ``limit`` tokens (word estimate without a counter)."""
+    words = text.split()
+    if count_tokens is None:
+        keep = int(limit * 0.75)
+        return " ".join(words[:keep])
+    while words and count_tokens(" ".join(words)) > limit:
+        words = words[:-max(1, len(words) // 10)]
+    return " ".join(words)

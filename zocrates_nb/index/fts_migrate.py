@@ -1,0 +1,28 @@
+"""Upgrades of an existing FTS5 index in place (kept apart so fts.py stays about the current schema)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from zocrates_nb.index.fts import _SCHEMA as SCHEMA
+from zocrates_nb.index.fts import _split_sql
+
+__all__ = ["add_context_column"]
+
+
+def add_context_column(conn: sqlite3.Connection) -> None:
+    """An index from before the context column: add it and re-create the FTS table and triggers.
+
+    The FTS table is rebuilt from ``chunks`` (contexts empty until the documents are staged
+    again, which the converter-version bump makes the next sync do).
+    """
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(chunks)")]
+    if not columns or "context" in columns:
+        return
+    conn.execute("ALTER TABLE chunks ADD COLUMN context TEXT NOT NULL DEFAULT ''")
+    for trigger in ("chunks_ai", "chunks_ad", "chunks_au"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    conn.execute("DROP TABLE IF EXISTS chunks_fts")
+    for statement in _split_sql(SCHEMA):
+        conn.execute(statement)
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
