@@ -265,10 +265,12 @@ def _add_library_parser(sub, common) -> None:
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=cmd_library_show)
     use = actions.add_parser("use", parents=[common], help="choose: demo | sqlite PATH | dir DIR | web --library-id ID")
-    use.add_argument("source", choices=("demo", "sqlite", "dir", "web"))
+    from zocrates_nb.config_schema import LIBRARY_TYPES, SOURCE_ALIASES
+
+    use.add_argument("source", choices=tuple(SOURCE_ALIASES))
     use.add_argument("path", nargs="?", help="zotero.sqlite (sqlite) or the Zotero data directory (dir)")
     use.add_argument("--library-id", help="Web API user or group ID")
-    use.add_argument("--library-type", choices=("user", "group"), default="user")
+    use.add_argument("--library-type", choices=LIBRARY_TYPES, default="user")
     use.add_argument("--api-key-env", default="ZOTERO_API_KEY",
                      help="environment variable holding the Zotero API key (never stored in the config)")
     use.add_argument("--local", action="store_true", help="Zotero 10's local API on localhost:23119")
