@@ -45,6 +45,10 @@ class FakeZoteroAPI:
         self.injected: list[tuple[set[str], int, dict[str, str]]] = []
         self.success_headers: dict[str, str] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.used_write_tokens: set[str] = set()     # Zotero-Write-Token: reuse → 412
+        self.key_user_id = library_id if library_type == "user" else 475425
+        self.key_access: dict = {"user": {"library": True, "files": True, "notes": True, "write": True},
+                                 "groups": {"all": {"library": True, "write": True}}}
         self.lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -258,6 +262,12 @@ def _make_handler(api: FakeZoteroAPI):
             with api.lock:
                 if path in ("/", ""):
                     return self._send(200, "Nothing to see here.")
+                if path in ("/keys/current", f"/keys/{api.api_key}"):
+                    if self.headers.get("Zotero-API-Key") != api.api_key and \
+                            self.headers.get("Authorization") != f"Bearer {api.api_key}":
+                        return self._send(403, "Invalid key")
+                    return self._send(200, {"key": api.api_key, "userID": api.key_user_id, "username": "tester",
+                                            "displayName": "Tester", "access": api.key_access})
                 if path == "/itemFields":
                     return self._send(200, [{"field": f, "localized": f} for f in ITEM_FIELDS])
                 if path == "/items/new":
@@ -308,6 +318,11 @@ def _make_handler(api: FakeZoteroAPI):
             if not isinstance(objects, list) or len(objects) > 50:
                 return self._send(400, "Body must be a JSON array of at most 50 objects")
             with api.lock:
+                token = self.headers.get("Zotero-Write-Token")
+                if token is not None:
+                    if token in api.used_write_tokens:
+                        return self._send(412, "Write token already used")
+                    api.used_write_tokens.add(token)
                 if_unmod = self.headers.get("If-Unmodified-Since-Version")
                 if if_unmod is not None and int(if_unmod) != api.version:
                     return self._send(412, f"Library has been modified since specified version "
