@@ -310,6 +310,10 @@ def _make_handler(api: FakeZoteroAPI):
             if self._injected():
                 return
             path, _ = self._route()
+            if api.local and path == "/local/authorize":     # Zotero 10: the user clicked "Always Allow"
+                if self.headers.get("Zotero-Server-ID") != api.server_id:
+                    return self._send(428, "Zotero-Server-ID not provided")
+                return self._send(200, {"key": api.api_key, "remember": True})
             if path != "/LIB/items":
                 return self._send(404, "Not found")
             if not self._write_allowed():

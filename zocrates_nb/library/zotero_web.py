@@ -383,3 +383,22 @@ class ZoteroWebLibrary:
 
     def __repr__(self) -> str:
         return f"<ZoteroWebLibrary {self.library_type}s/{self.library_id} via {self.base_url}>"
+
+
+def authorize_local_key(base_url: str | None = None, app_name: str = "zocrates-nb") -> dict:
+    """Zotero 10's one-time approval (pyzotero's ``authorize_local``): ``{"key", "remember", "server_id"}``.
+
+    Zotero shows Allow / Always Allow / Deny. "Allow" keys are single-use (``remember`` false).
+    """
+    zot = Zotero(0, "user", local=True)
+    zot.endpoint = (base_url or LOCAL_API).rstrip("/")
+    try:
+        granted = zot.authorize_local(app_name)
+    except ze.LocalAPIDeniedError as exc:
+        raise LibraryError("Zotero denied the request.", "Run `zocrates-nb library writer local` again and "
+                           "choose “Always Allow” in Zotero.") from exc
+    except (ze.PyZoteroError, httpx2.HTTPError) as exc:
+        raise LibraryError(f"Zotero's local API did not answer the approval request: {str(exc)[:200]}",
+                           "Start Zotero 10 and enable Settings → Advanced → “Allow other applications on this "
+                           "computer to communicate with Zotero”, then run `zocrates-nb library writer local`.") from exc
+    return {"key": granted["key"], "remember": bool(granted.get("remember")), "server_id": zot.server_id}
