@@ -269,6 +269,41 @@ class Workbench:
                               sources=list(dict.fromkeys(sources)),
                               collection_key=collection_key, parent_key=parent_key)
 
+    # -- your own Zotero ---------------------------------------------------
+    def zotero_offer(self):
+        """On the demo library, the first Zotero library found on this computer (an offer; nothing switches)."""
+        from .library.detect import detect
+
+        if (self.config.read().get("library") or {}).get("source", "demo") != "demo":
+            return None
+        found = detect(probe=False)
+        return found[0] if found else None
+
+    def use_zotero(self, path: str | Path | None = None):
+        """Switch this data directory to a Zotero data directory (the detected one by default) and sync it."""
+        from .library import open_source
+
+        if path is None:
+            offer = self.zotero_offer()
+            if offer is None:
+                raise NotFoundError("No Zotero data directory was found.",
+                                    "Pass its folder: wb.use_zotero('~/Zotero'), or run `zocrates-nb library detect`.")
+            path = offer.path
+        folder = Path(path).expanduser().resolve()
+        if not (folder / "zotero.sqlite").is_file():
+            raise NotFoundError(f"No zotero.sqlite inside {folder}.", "Give Zotero's data directory.")
+        self.config.update(lambda cfg: {**cfg, "library": {**cfg.get("library", {}), "source": "zotero-dir",
+                                                           "zotero_dir": str(folder)}})
+        with self._lock:
+            old_corpus = self.__dict__.pop("corpus", None)
+            if old_corpus is not None:
+                old_corpus.close()
+            for name in ("tools", "coordinator"):
+                self.__dict__.pop(name, None)
+            self.source.close()
+            self.source = self._with_pending(open_source(self.paths, self.config.read()))
+        return self.sync(progress=False)
+
     # -- library views ----------------------------------------------------
     def collections(self) -> list[Collection]:
         return sorted(self.source.snapshot().collections, key=lambda c: c.name.lower())

@@ -139,10 +139,10 @@ def probe_local_api(port: int = LOCAL_PORT, timeout: float = 0.5) -> tuple[bool,
         return False, False
 
 
-def detect(home: Path | None = None, *, port: int | None = None) -> list[DetectedLibrary]:
-    """Every Zotero data directory found, described."""
+def detect(home: Path | None = None, *, port: int | None = None, probe: bool = True) -> list[DetectedLibrary]:
+    """Every Zotero data directory found, described (``probe=False``: skip the local API probe)."""
     port = port or int(os.environ.get("ZOCRATES_ZOTERO_LOCAL_PORT", LOCAL_PORT))
-    running, local_api = probe_local_api(port)
+    running, local_api = probe_local_api(port) if probe else (False, False)
     found = []
     for folder, how in candidate_dirs(home):
         try:
