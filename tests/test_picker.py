@@ -27,7 +27,7 @@ def test_filter_matches_every_word_in_title_author_or_year():
     assert [k for _, k in filter_papers(index, "stahl 2016")] == ["AAAA2222"]     # accents folded
     assert [k for _, k in filter_papers(index, "Tissue maps")] == ["CCCC2222"]
     assert filter_papers(index, "nothing like this") == []
-    assert [k for _, k in filter_papers(index, "")] == ["BBBB2222", "CCCC2222", "AAAA2222"]  # newest first
+    assert [k for _, k in filter_papers(index, "")] == ["BBBB2222", "AAAA2222", "CCCC2222"]  # newest first
 
 
 def test_title_prefix_ranks_first_and_top_20_only():
