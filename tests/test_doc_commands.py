@@ -9,7 +9,11 @@ How it works (so that a new doc page needs no change here):
 * **Commands** run in-process through ``zocrates_nb.cli.main`` on a scratch copy of the synced
   demo data directory; the commands of one fenced block share one copy, in order. Placeholders
   (``DIR``, ``~/Zotero``, ``PATH``, ``KEY``, ``QUESTION``, …) are replaced by fixtures: see
-  ``PLACEHOLDERS``. Each must exit 0, unless ``EXPECTED_NONZERO`` names it with a reason.
+  ``_placeholders``. ``KEY`` after ``--parent`` is a paper of the library in use at that moment.
+  ``library writer web|local`` without ``--base-url`` get the URL of a loopback fake Zotero
+  (Web API / local API, ``tests/fakes/zotero_web_api.py``); ``$ZOTERO_API_KEY`` holds its key.
+  ``HOME`` is an empty tmp dir (so ``library detect`` finds nothing of the machine's).
+  Each must exit 0, unless ``EXPECTED_NONZERO`` names it with a reason.
 
 A failure names the file and line of the doc, the command as written and as run, and its output.
 """
@@ -27,9 +31,12 @@ import pytest
 
 from tests.doc_commands import DocCommand, all_commands
 from tests.fakes.zotero_sqlite import ZoteroDB
+from tests.fakes.zotero_web_api import FakeZoteroAPI
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_PROFILE = REPO.parent / "shared" / "data" / "zotero" / "zotero9-profile.sqlite"
+ZOTERO_USER_ID = 8230813          # account.userID of the shared profile (and of the built fallback)
+API_KEY = "doc-test-key-123"
 
 #: Commands that are allowed a nonzero exit, with the reason (keyed by the command as written).
 EXPECTED_NONZERO: dict[str, tuple[int, str]] = {
@@ -93,10 +100,19 @@ def _build_zotero_dir(folder: Path) -> None:
         db.add_paper("PAPER234", "Spatially resolved transcriptomics", creators=[("Ana", "Lee", "author")],
                      date="2020-01-01 2020-01-01", collections=["COLL2345"])
         db.add_note("NOTE2345", "<p>Deconvolution needs a matched reference.</p>", parent="PAPER234")
+        db.set_setting("account", "userID", ZOTERO_USER_ID)
 
 
 @pytest.fixture(scope="module")
-def fixtures(tmp_path_factory, demo_template) -> dict[str, str]:
+def zotero_fakes():
+    """A loopback Web API (the desktop profile's account) and a Zotero 10 local API."""
+    with FakeZoteroAPI(library_id=ZOTERO_USER_ID, api_key=API_KEY) as web, \
+            FakeZoteroAPI(library_id=0, api_key=API_KEY, local=True) as local:
+        yield {"web": web.base_url, "local": local.base_url}
+
+
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory, demo_template, zotero_fakes) -> dict[str, str]:
     from tests.test_evaluate import write_beir
 
     root = tmp_path_factory.mktemp("doc-fixtures")
@@ -110,7 +126,12 @@ def fixtures(tmp_path_factory, demo_template) -> dict[str, str]:
     demo = DemoLibrary(demo_template / "demo_library.sqlite") if (demo_template / "demo_library.sqlite").exists() \
         else None
     snapshot = demo.snapshot() if demo else None
-    return {
+    from zocrates_nb.library.zotero_desktop import ZoteroDesktopLibrary
+
+    zotero = ZoteroDesktopLibrary(zotero_dir=root / "Zotero")
+    zotero_paper = zotero.snapshot().papers[0].key
+    zotero.close()
+    return {"zotero_paper_key": zotero_paper, "web_api": zotero_fakes["web"], "local_api": zotero_fakes["local"],
         "zotero_dir": str(root / "Zotero"), "zotero_sqlite": str(root / "Zotero" / "zotero.sqlite"),
         "beir": str(beir), "profile_file": str(root / "profile.txt"), "note_html": str(root / "note.html"),
         "export_dir": str(root / "export"), "data_dir": "",
@@ -146,11 +167,20 @@ def test_doc_command_runs(group, fixtures, tmp_path, monkeypatch, capsys):
     shutil.copytree(fixtures["demo_template"], data)
     monkeypatch.setenv("ZOCRATES_HOME", str(data))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    fx = {**fixtures, "data_dir": str(data)}
+    monkeypatch.setenv("ZOCRATES_ZOTERO_PROFILE_ROOTS", "")
+    monkeypatch.setenv("ZOCRATES_ZOTERO_LOCAL_PORT", "9")
+    monkeypatch.setenv("ZOTERO_API_KEY", API_KEY)
+    from zocrates_nb.config import ConfigStore
+
     for command in group:
         if command.text in NOT_RUN:
             continue
+        source = ConfigStore(data / "zocrates_config.json").read()["library"]["source"]
+        fx = {**fixtures, "data_dir": str(data),
+              "paper_key": fixtures["paper_key"] if source == "demo" else fixtures["zotero_paper_key"]}
         argv = substitute(command.text, fx)
+        if argv[:2] == ["library", "writer"] and argv[2:3] in (["web"], ["local"]) and "--base-url" not in argv:
+            argv += ["--base-url", fx["web_api"] if argv[2] == "web" else fx["local_api"]]
         try:
             code = main(argv)
         except SystemExit as exc:  # argparse refusals
