@@ -13,7 +13,6 @@ Pure functions over text, so the extraction itself is testable and fast.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 

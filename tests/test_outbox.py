@@ -114,8 +114,8 @@ def test_outage_then_push_exactly_once_then_zotero_syncs_it_down(tmp_path, zoter
     wb.close()
 
 
-def test_a_crash_between_zoteros_200_and_the_outbox_update_is_a_no_op_on_retry(tmp_path, zotero_dir, api,
-                                                                                 monkeypatch):
+def test_a_crash_between_zoteros_200_and_the_outbox_update_is_a_no_op_on_retry(
+        tmp_path, zotero_dir, api, monkeypatch):
     wb = _workbench(tmp_path, zotero_dir)
     saved = wb.save_note("Crash", "Written once only.", parent_key=PAPER)        # no writer yet: outbox
     entry = Outbox.for_paths(wb.paths).entries()[0]
@@ -162,7 +162,7 @@ def test_local_api_writer_handles_server_id(tmp_path, zotero_dir, monkeypatch):
         assert saved.destination == "zotero-local", saved.reason
         assert saved.key in local.items
         posts = [{k.lower(): v for k, v in h.items()} for m, _, h in local.requests if m == "POST"]
-        assert [p["zotero-server-id"] for p in posts] == ["stale", "srv-A"]       # 412 on the stale id, then the fresh one
+        assert [p["zotero-server-id"] for p in posts] == ["stale", "srv-A"]   # 412 on the stale id, then the fresh
         wb.close()
 
 

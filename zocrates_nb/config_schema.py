@@ -97,7 +97,8 @@ def check_http_url(where: str, value: str) -> None:
         parts = urlsplit(value)
         parts.port  # noqa: B018  (parsing the port raises on a bad one)
     except ValueError as exc:
-        raise ValidationError(f"{where} is not a valid URL ({exc}).", hint="For example https://api.openai.com/v1") from exc
+        raise ValidationError(f"{where} is not a valid URL ({exc}).",
+                              hint="For example https://api.openai.com/v1") from exc
     if parts.scheme not in ("http", "https"):
         raise ValidationError(f"{where} must be an http:// or https:// URL.", hint="For example https://api.openai.com/v1")
     if parts.username is not None or parts.password is not None:
@@ -198,44 +199,65 @@ def _allowed_text(s: Setting) -> str:
             "map": "an object"}.get(s.kind, "") or _range_text(s)
 
 
-def check_setting(section: str, s: Setting, value: Any) -> None:  # noqa: C901 - one branch per kind
+def _check_str(where: str, s: Setting, value: Any) -> None:
+    if not isinstance(value, str):
+        raise ValidationError(f"{where} must be a string or null, not {_type_name(value)}.",
+                              hint=f"Set {where} to a string (or null to unset it).")
+    check_http_url(where, value) if s.kind == "url" else check_text(where, value, s.max_len)
+
+
+def _check_env(where: str, s: Setting, value: Any) -> None:
+    if not isinstance(value, str) or not _ENV_NAME_RE.match(value) or len(value) > ENV_NAME_MAX:
+        raise ValidationError(f"{where} must be the NAME of an environment variable (letters, digits, _; "
+                              f"at most {ENV_NAME_MAX}).",
+                              hint="Put the key itself in that variable, e.g. OPENAI_API_KEY, never in the config.")
+
+
+def _check_choice(where: str, s: Setting, value: Any) -> None:
+    if value not in s.choices:
+        raise ValidationError(f"{where} must be one of {', '.join(s.choices)}, not {str(value)[:80]!r}.",
+                              hint=f"{s.help}: one of {', '.join(s.choices)}.")
+
+
+def _check_bool(where: str, s: Setting, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValidationError(f"{where} must be true or false.", hint=s.help)
+
+
+def _check_int(where: str, s: Setting, value: Any) -> None:
+    if not _is_int(value) or not s.low <= value <= s.high:
+        raise ValidationError(f"{where} must be an integer {_range_text(s)}, not {str(value)[:80]!r}.",
+                              hint=f"For example {s.example or int(s.low)}.")
+
+
+def _check_number(where: str, s: Setting, value: Any) -> None:
+    if not _is_number(value) or not s.low < value <= s.high:
+        raise ValidationError(f"{where} must be a positive finite number up to {s.high:g}, "
+                              f"not {str(value)[:80]!r}.", hint=f"For example {s.example}.")
+
+
+def _check_id(where: str, s: Setting, value: Any) -> None:
+    if not (_is_int(value) or (isinstance(value, str) and value.isdigit() and len(value) <= 20)):
+        raise ValidationError(f"{where} must be a numeric Zotero user or group id, or null.",
+                              hint="Your user id is at zotero.org/settings/keys; a group's id is in its URL.")
+
+
+def _check_map(where: str, s: Setting, value: Any) -> None:
+    s.check(where, value)
+
+
+_CHECKS = {"str": _check_str, "url": _check_str, "env": _check_env, "choice": _check_choice, "bool": _check_bool,
+           "int": _check_int, "number": _check_number, "id": _check_id, "map": _check_map}
+
+
+def check_setting(section: str, s: Setting, value: Any) -> None:
     """Raise ``ValidationError`` unless ``value`` is allowed for setting ``s``."""
     where = f"{section}.{s.name}"
     if value is None:
         if s.nullable:
             return
         raise ValidationError(f"{where} must not be null.", hint=f"Set {where} (default {s.default!r}).")
-    if s.kind in ("str", "url"):
-        if not isinstance(value, str):
-            raise ValidationError(f"{where} must be a string or null, not {_type_name(value)}.",
-                                  hint=f"Set {where} to a string (or null to unset it).")
-        check_http_url(where, value) if s.kind == "url" else check_text(where, value, s.max_len)
-    elif s.kind == "env":
-        if not isinstance(value, str) or not _ENV_NAME_RE.match(value) or len(value) > ENV_NAME_MAX:
-            raise ValidationError(f"{where} must be the NAME of an environment variable (letters, digits, _; "
-                                  f"at most {ENV_NAME_MAX}).",
-                                  hint="Put the key itself in that variable, e.g. OPENAI_API_KEY, never in the config.")
-    elif s.kind == "choice":
-        if value not in s.choices:
-            raise ValidationError(f"{where} must be one of {', '.join(s.choices)}, not {str(value)[:80]!r}.",
-                                  hint=f"{s.help}: one of {', '.join(s.choices)}.")
-    elif s.kind == "bool":
-        if not isinstance(value, bool):
-            raise ValidationError(f"{where} must be true or false.", hint=s.help)
-    elif s.kind == "int":
-        if not _is_int(value) or not s.low <= value <= s.high:
-            raise ValidationError(f"{where} must be an integer {_range_text(s)}, not {str(value)[:80]!r}.",
-                                  hint=f"For example {s.example or int(s.low)}.")
-    elif s.kind == "number":
-        if not _is_number(value) or not s.low < value <= s.high:
-            raise ValidationError(f"{where} must be a positive finite number up to {s.high:g}, "
-                                  f"not {str(value)[:80]!r}.", hint=f"For example {s.example}.")
-    elif s.kind == "id":
-        if not (_is_int(value) or (isinstance(value, str) and value.isdigit() and len(value) <= 20)):
-            raise ValidationError(f"{where} must be a numeric Zotero user or group id, or null.",
-                                  hint="Your user id is at zotero.org/settings/keys; a group's id is in its URL.")
-    elif s.kind == "map":
-        s.check(where, value)
+    _CHECKS[s.kind](where, s, value)
 
 
 def check_section(section: str, value: Any) -> None:

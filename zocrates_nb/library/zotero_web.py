@@ -400,5 +400,6 @@ def authorize_local_key(base_url: str | None = None, app_name: str = "zocrates-n
     except (ze.PyZoteroError, httpx2.HTTPError) as exc:
         raise LibraryError(f"Zotero's local API did not answer the approval request: {str(exc)[:200]}",
                            "Start Zotero 10 and enable Settings → Advanced → “Allow other applications on this "
-                           "computer to communicate with Zotero”, then run `zocrates-nb library writer local`.") from exc
+                           "computer to communicate with Zotero”, then run "
+                           "`zocrates-nb library writer local`.") from exc
     return {"key": granted["key"], "remember": bool(granted.get("remember")), "server_id": zot.server_id}
