@@ -46,6 +46,7 @@ class FakeZoteroAPI:
         self.success_headers: dict[str, str] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.used_write_tokens: set[str] = set()     # Zotero-Write-Token: reuse → 412
+        self.fulltext: dict[str, tuple[int, dict]] = {}   # attachment key → (version, {"content", …})
         self.key_user_id = library_id if library_type == "user" else 475425
         self.key_access: dict = {"user": {"library": True, "files": True, "notes": True, "write": True},
                                  "groups": {"all": {"library": True, "write": True}}}
@@ -90,6 +91,11 @@ class FakeZoteroAPI:
         else:
             data["collections"] = list(collections)
         return self.add_item(data)
+
+    def set_fulltext(self, key: str, content: str, pages: int = 1) -> None:
+        """An attachment's indexed text, as PUT /items/KEY/fulltext stores it."""
+        with self.lock:
+            self.fulltext[key] = (self._bump(), {"content": content, "indexedPages": pages, "totalPages": pages})
 
     def modify(self, key: str, **fields) -> None:
         with self.lock:
@@ -283,6 +289,17 @@ def _make_handler(api: FakeZoteroAPI):
                             if d["version"] > since and (q.get("includeTrashed") == "1" or not d.get("deleted"))
                             and (not q.get("itemType") or d.get("itemType") == q["itemType"])]
                     return self._listing(objs, q)
+                if path == "/LIB/fulltext":
+                    if api.local:
+                        return self._send(404, "Not found")
+                    return self._send(200, {k: v for k, (v, _) in api.fulltext.items() if v > since},
+                                      {"Last-Modified-Version": str(api.version)})
+                if path.startswith("/LIB/items/") and path.endswith("/fulltext"):
+                    key = path.split("/")[3]
+                    if key not in api.fulltext:
+                        return self._send(404, "Not found")
+                    version, body = api.fulltext[key]
+                    return self._send(200, body, {"Last-Modified-Version": str(version)})
                 if path.startswith("/LIB/items/"):
                     key = path.rsplit("/", 1)[1]
                     if key not in api.items:
