@@ -214,3 +214,32 @@ def test_unreachable_writer_is_transient():
     with pytest.raises(WriterUnavailable):
         writer.create_note("ABCD2345", "<p>x</p>", write_token="t" * 32)
     assert json.dumps(writer.__repr__()).count(KEY) == 0
+
+
+def test_sigkill_after_zoteros_200_before_the_outbox_update(tmp_path, zotero_dir, api, monkeypatch):
+    """A real process is killed (SIGKILL) right after Zotero confirmed, before ``confirm``: the retry is a no-op."""
+    wb = _workbench(tmp_path, zotero_dir)
+    saved = wb.save_note("Killed", "Exactly once even if killed.", parent_key=PAPER)   # no writer yet: outbox
+    _use_web_writer(wb, api, monkeypatch)
+    wb.close()
+    script = textwrap.dedent(f"""
+        import os, signal
+        from zocrates_nb import outbox
+        from zocrates_nb.config import ConfigStore
+        from zocrates_nb.paths import DataPaths
+        from zocrates_nb.saving import push_outbox
+        outbox.Outbox.confirm = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+        paths = DataPaths.resolve({str(tmp_path / 'data')!r})
+        push_outbox(paths, ConfigStore.for_paths(paths).read())
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "ZOTERO_API_KEY": KEY}, timeout=120)
+    assert proc.returncode == -9
+    assert [n["key"] for n in _notes_in(api)] == [saved.key]          # Zotero has it…
+    assert Outbox.for_paths(DataPaths.resolve(tmp_path / "data")).counts()["outbox"] == 1   # …the outbox too
+    from zocrates_nb.saving import push_outbox
+
+    paths = DataPaths.resolve(tmp_path / "data")
+    report = push_outbox(paths, ConfigStore.for_paths(paths).read())
+    assert report.written == [(saved.key, "zotero-web")]
+    assert [n["key"] for n in _notes_in(api)] == [saved.key]          # still exactly one
+    assert Outbox.for_paths(DataPaths.resolve(tmp_path / "data")).counts() == {"outbox": 0, "waiting": 1}
