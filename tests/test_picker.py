@@ -106,3 +106,28 @@ def test_use_zotero_without_a_library_says_how(tmp_path, monkeypatch, data_dir):
         wb.use_zotero()
     wb.close()
     assert Path(data_dir).exists()
+
+
+def test_chat_panel_says_not_yet_in_zotero_for_an_outbox_save(tmp_path, data_dir):
+    from zocrates_nb.widgets.chat import ChatPanel
+    from zocrates_nb.workbench import Workbench
+
+    folder = tmp_path / "Zotero"
+    folder.mkdir()
+    with ZoteroDB(folder / "zotero.sqlite", "9") as db:
+        db.add_paper("PAPER666", "Spot deconvolution benchmark", creators=[("A", "Lee", "author")],
+                     date="2022-01-01 2022-01-01")
+        db.add_note("NOTE6666", "<p>Spot deconvolution: cell2location did best.</p>", parent="PAPER666")
+    wb = Workbench(data_dir, zotero_dir=folder)
+    panel = ChatPanel(wb)
+    panel.send("Which method did best at spot deconvolution?")
+    assert panel.suggest_parent(panel.answers[-1].answer) == "PAPER666"   # cited via its note and itself
+    assert panel.parent_picker.options[1] == ("★ most cited: Spot deconvolution benchmark", "PAPER666")
+    panel.paper_search.value = "deconvolution bench"
+    panel.parent_picker.value = "PAPER666"
+    saved = panel.save_answer()
+    assert saved.destination == "outbox"
+    line = panel.messages[-1].widget.saved_line.value
+    assert "not yet in Zotero" in line and "library writer" in line
+    assert saved.key in wb.search("which method did best at spot deconvolution", k=5).keys()
+    wb.close()

@@ -320,6 +320,8 @@ class ChatPanel:
             saved.title,
             collection=self._collection_names.get(saved.collection_key) if saved.collection_key else None,
             parent=self._paper_titles.get(saved.parent_key, saved.parent_key) if saved.parent_key else None)
+        if getattr(saved, "destination", "") == "outbox":      # searchable now, but say where it really is
+            text += f" — not yet in Zotero: {saved.reason}"
         html = f'<span class="zc-saved">✓ {render.escape(text)}</span>'
         if isinstance(bubble, _AssistantBubble):
             bubble.saved_line.value = html     # an answer's confirmation sits under that answer
