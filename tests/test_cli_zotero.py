@@ -150,6 +150,8 @@ def test_outbox_list_push_export(desktop, api, monkeypatch, capsys, tmp_path):
     assert "1 saved notes not yet in Zotero" in out
     code, out, _ = run(capsys, "library", "show", "--json", "--data-dir", str(desktop))
     assert json.loads(out)["outbox"] == 1
+    code, _, err = run(capsys, "outbox", "drop", "ABCD2345", "--data-dir", str(desktop))
+    assert code == 1 and "outbox list" in err
     code, out, _ = run(capsys, "outbox", "export", str(tmp_path / "export"), "--data-dir", str(desktop))
     assert (tmp_path / "export" / f"{saved['key']}.html").read_text().startswith("<")
     monkeypatch.setenv("ZOTERO_API_KEY", KEY)
@@ -169,3 +171,13 @@ def test_ask_save_on_the_demo(demo_home, capsys):
     assert code == 0 and saved["where"] == "demo" and saved["reason"] is None
     code, _, err = run(capsys, "ask", "x", "--parent", "ABCD2345")
     assert code == 1 and "--save" in err
+
+
+def test_outbox_drop_then_sync_removes_it_from_search(desktop, capsys):
+    code, out, _ = run(capsys, "ask", "Which tool maps cell types?", "--save", "--json", "--data-dir", str(desktop))
+    key = json.loads(out)["saved"]["key"]
+    assert run(capsys, "outbox", "drop", key, "--data-dir", str(desktop))[0] == 0
+    code, out, _ = run(capsys, "sync", "--json", "--data-dir", str(desktop))
+    assert json.loads(out)["counts"]["removed"] == 1
+    code, out, _ = run(capsys, "outbox", "list", "--data-dir", str(desktop))
+    assert key not in out

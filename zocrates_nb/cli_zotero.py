@@ -164,6 +164,11 @@ def cmd_outbox(args: argparse.Namespace) -> int:
             for key, reason in report.kept:
                 print(f"  {key}: {reason}")
         return EXIT_OK
+    if args.action == "drop":
+        if not outbox.drop(args.key):
+            raise ZocratesError(f"No outbox entry {args.key!r}.", "`zocrates-nb outbox list` shows the entries.")
+        print(f"dropped {args.key} from the outbox; `zocrates-nb sync` removes it from search")
+        return EXIT_OK
     if args.action == "export":
         files = outbox.export(Path(args.dir))
         print(f"wrote {len(files)} .html file(s) to {args.dir}; paste each into a Zotero note")
@@ -184,7 +189,7 @@ def cmd_outbox(args: argparse.Namespace) -> int:
 
 
 def add_outbox_parser(sub, common) -> None:
-    p = sub.add_parser("outbox", parents=[common], help="saved notes not yet in Zotero: list | push | export DIR")
+    p = sub.add_parser("outbox", parents=[common], help="saved notes not yet in Zotero: list | push | export DIR | drop KEY")
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, text in (("list", "notes waiting, with the reason"), ("push", "send them to Zotero now")):
         a = actions.add_parser(name, parents=[common], help=text)
@@ -193,6 +198,9 @@ def add_outbox_parser(sub, common) -> None:
     e = actions.add_parser("export", parents=[common], help="write each as DIR/KEY.html to paste into Zotero")
     e.add_argument("dir", metavar="DIR")
     e.set_defaults(func=cmd_outbox)
+    d = actions.add_parser("drop", parents=[common], help="give up on one entry (export it first)")
+    d.add_argument("key", metavar="KEY")
+    d.set_defaults(func=cmd_outbox)
 
 
 # ----------------------------------------------------------------------------- ask --save

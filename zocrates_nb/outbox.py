@@ -138,6 +138,13 @@ class Outbox:
             conn.execute("DELETE FROM entries WHERE key = ?", (key,))
             conn.execute("COMMIT")
 
+    def drop(self, key: str) -> bool:
+        """Give up on one entry (after ``export``, e.g. when Zotero keeps refusing it); True if it existed."""
+        if not self.path.exists():
+            return False
+        with closing(self._connect()) as conn:
+            return conn.execute("DELETE FROM entries WHERE key = ?", (key,)).rowcount > 0
+
     def forget_waiting(self, keys: Sequence[str]) -> None:
         """The snapshot now shows these notes: from here on Zotero is the only truth about them."""
         if not keys or not self.path.exists():
