@@ -181,3 +181,25 @@ def test_outbox_drop_then_sync_removes_it_from_search(desktop, capsys):
     assert json.loads(out)["counts"]["removed"] == 1
     code, out, _ = run(capsys, "outbox", "list", "--data-dir", str(desktop))
     assert key not in out
+
+
+def test_writer_web_maps_a_desktop_group_library_to_its_group_id(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "Zotero"
+    folder.mkdir()
+    with ZoteroDB(folder / "zotero.sqlite", "9") as db:
+        db.conn.execute("INSERT INTO groups VALUES (777, 2, 'Lab group', '', 3)")
+        db.add_paper("GPAPER22", "A group paper", library_id=2)
+        db.set_setting("account", "userID", USER_ID)
+    data = tmp_path / "data"
+    assert run(capsys, "library", "use", "dir", str(folder), "--data-dir", str(data))[0] == 0
+    from zocrates_nb.config import ConfigStore
+
+    ConfigStore(data / "zocrates_config.json").update({"library": {"desktop_library_id": 2}})
+    with FakeZoteroAPI(library_id=777, library_type="group", api_key=KEY) as group_api:
+        group_api.key_access = {"user": {"library": True}, "groups": {"777": {"library": True, "write": True}}}
+        monkeypatch.setenv("ZOTERO_API_KEY", KEY)
+        code, _, err = run(capsys, "library", "writer", "web", "--base-url", group_api.base_url,
+                           "--data-dir", str(data))
+        assert code == 0, err
+        writer = ConfigStore(data / "zocrates_config.json").read()["writer"]
+        assert (writer["library_type"], writer["library_id"]) == ("group", "777")

@@ -55,8 +55,8 @@ def cmd_library_detect(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- library writer
 
-def _desktop_user_id(library: dict) -> tuple[bool, int | None]:
-    """(is the source a desktop db, its account.userID)."""
+def _desktop_account(library: dict) -> tuple[bool, int | None, int | None]:
+    """(is the source a desktop db, its account.userID, the groupID of ``desktop_library_id`` if a group)."""
     from zocrates_nb.library.detect import read_zotero_db
 
     if library.get("source") == "zotero-dir" and library.get("zotero_dir"):
@@ -64,9 +64,11 @@ def _desktop_user_id(library: dict) -> tuple[bool, int | None]:
     elif library.get("source") == "zotero-sqlite" and library.get("sqlite_path"):
         db = Path(library["sqlite_path"])
     else:
-        return False, None
-    user_id = read_zotero_db(db.expanduser()).get("user_id")
-    return True, int(user_id) if str(user_id or "").isdigit() else None
+        return False, None, None
+    info = read_zotero_db(db.expanduser())
+    user_id = info.get("user_id")
+    group_id = info["groups"].get(library.get("desktop_library_id"))
+    return True, int(user_id) if str(user_id or "").isdigit() else None, group_id
 
 
 def _writer_web(args: argparse.Namespace) -> dict:
@@ -80,14 +82,16 @@ def _writer_web(args: argparse.Namespace) -> dict:
                            f"{args.api_key_env}` again.")
     base_url = args.base_url or WEB_API
     info = key_info(base_url, key)
-    library_id = args.library_id or (str(info.user_id) if args.library_type == "user" else None)
+    desktop, user_id, group_id = _desktop_account(_store(args).read().get("library") or {})
+    library_type = "group" if group_id and not args.library_id else args.library_type   # a desktop group library
+    library_id = args.library_id or (str(group_id) if group_id else
+                                     str(info.user_id) if library_type == "user" else None)
     if not library_id:
         raise LibraryError("A group library needs --library-id.", "The group's id is in its zotero.org URL.")
-    desktop, user_id = _desktop_user_id(_store(args).read().get("library") or {})
-    check_web_key(info, library_type=args.library_type, library_id=library_id, desktop_user_id=user_id,
-                  desktop=desktop and args.library_type == "user")
+    check_web_key(info, library_type=library_type, library_id=library_id, desktop_user_id=user_id,
+                  desktop=desktop and library_type == "user")
     return {"kind": "web", "api_key_env": args.api_key_env, "library_id": str(library_id),
-            "library_type": args.library_type, "base_url": args.base_url}
+            "library_type": library_type, "base_url": args.base_url}
 
 
 def _writer_local(args: argparse.Namespace) -> dict:

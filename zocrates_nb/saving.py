@@ -78,8 +78,11 @@ def choose_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
     library, writer = config.get("library") or {}, config.get("writer") or {}
     if library.get("source") == "zotero-web":
         key = os.environ.get(library.get("api_key_env") or "ZOTERO_API_KEY", "").strip()
-        if library.get("local"):
-            return [NoteWriter("zotero-local", library.get("base_url") or LOCAL_API, "users/0", key,
+        if library.get("local"):   # the approved local key (`library writer local`), else the named variable
+            local_key = read_local_key(paths) or key
+            if not local_key:
+                return [], "no local API key: run `zocrates-nb library writer local` (Zotero 10)"
+            return [NoteWriter("zotero-local", library.get("base_url") or LOCAL_API, "users/0", local_key,
                                library.get("server_id"))], ""
         if not key:
             return [], f"the Zotero API key is not set (${library.get('api_key_env')})"

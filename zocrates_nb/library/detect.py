@@ -112,7 +112,9 @@ def read_zotero_db(sqlite_path: Path) -> dict:
                 return row[0] if row else None
 
             settings = "settings" in tables
+            groups = dict(conn.execute("SELECT libraryID, groupID FROM groups")) if "groups" in tables else {}
             return {
+                "groups": groups,    # desktop libraryID → zotero.org groupID (what the Web API calls it)
                 "userdata_schema": one("SELECT version FROM version WHERE schema = 'userdata'"),
                 "zotero_version": one("SELECT value FROM settings WHERE setting = 'client' AND key = 'lastVersion'")
                 if settings else None,
@@ -150,6 +152,7 @@ def detect(home: Path | None = None, *, port: int | None = None, probe: bool = T
         except (OSError, sqlite3.Error):
             continue
         user_id = info.pop("user_id")
+        info.pop("groups")
         found.append(DetectedLibrary(str(folder), how, running=running, local_api=local_api,
                                      user_id=int(user_id) if str(user_id or "").isdigit() else None, **info))
     return found
