@@ -132,3 +132,27 @@ def test_quickstart_chat_save_as_note_and_find_it(page, lab, artifacts_dir):
                .some(o => o.textContent.includes(title))""", arg=QUESTION, timeout=120_000)
     page.locator(".zocrates-search").last.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "quickstart-search.png"))
+
+
+def test_chat_saves_a_child_note_on_a_paper_found_by_typing(page, lab, artifacts_dir):
+    """The destination picker in a real browser: type part of a title, pick the paper, save (issue 9 §5)."""
+    bs.open_notebook(page, lab, "01-quickstart.ipynb")
+    bs.run_all_cells(page)
+    page.wait_for_selector(".zc-chat .zc-chat-input input", timeout=600_000)
+    bs.wait_kernel_idle(page)
+    page.click(".zc-chat .zc-chat-input input")
+    page.keyboard.type(QUESTION)
+    page.click(".zc-chat .zc-chat-send")
+    page.wait_for_selector(".zc-chat .zc-bubble-assistant details.zc-sources", timeout=120_000)
+    page.click(".zc-chat .zc-save-paper-search input")
+    page.keyboard.type("seqFISH+")                       # part of one demo paper's title
+    page.wait_for_function(
+        """() => { const s = document.querySelector('.zc-chat .zc-save-parent select');
+                   return s && [...s.options].some(o => o.textContent.includes('seqFISH+'))
+                          && s.options.length <= 22; }""", timeout=60_000)
+    label = page.locator(".zc-chat .zc-save-parent select option", has_text="seqFISH+").first.inner_text()
+    page.select_option(".zc-chat .zc-save-parent select", label=label)
+    page.locator(".zc-chat .zc-save-note").last.click()
+    status = page.wait_for_selector(".zc-chat .zc-bubble-assistant .zc-saved-line .zc-saved", timeout=60_000)
+    assert "child note" in status.inner_text() and "seqFISH+" in status.inner_text()
+    page.screenshot(path=str(artifacts_dir / "picker-child-note.png"))

@@ -13,6 +13,13 @@ import json
 import sys
 from pathlib import Path
 
+from zocrates_nb.cli_zotero import (
+    add_library_actions,
+    add_outbox_parser,
+    add_save_arguments,
+    library_show_extras,
+    save_answer_from_cli,
+)
 from zocrates_nb.errors import ZocratesError
 
 EXIT_OK, EXIT_ERROR = 0, 1
@@ -117,13 +124,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if args.stream and not args.json:
             stream = lambda token: print(token, end="", flush=True)  # noqa: E731
         answer = wb.ask(args.question, on_token=stream)
+        saved = save_answer_from_cli(wb, answer, args)
         if args.json:
-            _print_json(answer.to_json())
+            _print_json({**answer.to_json(), **({"saved": saved} if saved else {})})
         else:
             if stream is None:
                 print(answer._repr_markdown_())
             else:
                 print()
+            if saved:
+                print(f"saved as note {saved['key']} → {saved['where']}"
+                      + (f" (not yet in Zotero: {saved['reason']})" if saved["where"] == "outbox" else ""))
         return EXIT_OK
     finally:
         wb.close()
@@ -134,6 +145,7 @@ def _add_ask_parser(sub, common) -> None:
     p.add_argument("question")
     p.add_argument("--json", action="store_true", help='{"answer", "citations", "evidence", "usage", "mode"}')
     p.add_argument("--stream", action="store_true", help="print the answer as it is generated")
+    add_save_arguments(p)
     p.set_defaults(func=cmd_ask)
 
 
@@ -239,7 +251,8 @@ def _add_index_parser(sub, common) -> None:
 def cmd_library_show(args: argparse.Namespace) -> int:
     from zocrates_nb.cli import config_store
 
-    library = config_store(args).read().get("library") or {}
+    library = {**(config_store(args).read().get("library") or {})}
+    library.update(library_show_extras(args, library))
     _print_json(library) if args.json else print("\n".join(f"{k}: {v}" for k, v in library.items()))
     return EXIT_OK
 
@@ -277,14 +290,17 @@ def _add_library_parser(sub, common) -> None:
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=cmd_library_show)
     use = actions.add_parser("use", parents=[common], help="choose: demo | sqlite PATH | dir DIR | web --library-id ID")
-    use.add_argument("source", choices=("demo", "sqlite", "dir", "web"))
+    from zocrates_nb.config_schema import LIBRARY_TYPES, SOURCE_ALIASES
+
+    use.add_argument("source", choices=tuple(SOURCE_ALIASES))
     use.add_argument("path", nargs="?", help="zotero.sqlite (sqlite) or the Zotero data directory (dir)")
     use.add_argument("--library-id", help="Web API user or group ID")
-    use.add_argument("--library-type", choices=("user", "group"), default="user")
+    use.add_argument("--library-type", choices=LIBRARY_TYPES, default="user")
     use.add_argument("--api-key-env", default="ZOTERO_API_KEY",
                      help="environment variable holding the Zotero API key (never stored in the config)")
     use.add_argument("--local", action="store_true", help="Zotero 10's local API on localhost:23119")
     use.set_defaults(func=cmd_library_use)
+    add_library_actions(actions, common)
 
 
 # ----------------------------------------------------------------------------- demo
@@ -320,4 +336,4 @@ def _add_demo_parser(sub, common) -> None:
 
 
 LIBRARY_COMMANDS = [_add_sync_parser, _add_search_parser, _add_ask_parser, _add_convert_parser,
-                    _add_eval_parser, _add_index_parser, _add_library_parser, _add_demo_parser]
+                    _add_eval_parser, _add_index_parser, _add_library_parser, add_outbox_parser, _add_demo_parser]

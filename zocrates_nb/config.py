@@ -35,42 +35,33 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from zocrates_nb.atomic import write_atomically
+from zocrates_nb.config_schema import (  # noqa: F401  (re-exported: older imports name them here)
+    LIBRARY_SOURCES,
+    PRICE_RATES,
+    SECTIONS,
+    VECTOR_MODES,
+    check_section,
+    check_text,
+    section_defaults,
+    section_keys,
+)
 from zocrates_nb.errors import ConfigError, ValidationError
 
 if TYPE_CHECKING:
     from zocrates_nb.paths import DataPaths
 
 PROFILE_LIMIT_MAX = 1000
-LIBRARY_SOURCES = ("demo", "zotero-sqlite", "zotero-web")
-VECTOR_MODES = ("persistent", "http")
 _RACY_WINDOW_NS = 2_000_000_000  # do not trust a cache entry whose file is younger than this
 _LOCK_TIMEOUT_S = 10.0
 
+# The sections, keys, defaults and allowed values are declared once, in config_schema.
 DEFAULT_CONFIG: dict[str, Any] = {
     "user_research_profile": "",
     "max_research_profile_chars": 1000,
-    "llm": {
-        "base_url": None,
-        "model": None,
-        "models": {},
-        "api_key_env": "OPENAI_API_KEY",
-        "prices": {},
-        "timeout_s": 60,
-        "max_retries": 3,
-    },
-    "library": {
-        "source": "demo",
-        "sqlite_path": None,
-        "zotero_dir": None,
-        "library_id": None,
-        "library_type": "user",
-        "api_key_env": "ZOTERO_API_KEY",
-        "local": False,
-    },
-    "vectors": {"mode": "persistent", "host": None, "port": None},
+    **{section: section_defaults(section) for section in SECTIONS},
 }
-LLM_FIELDS = tuple(DEFAULT_CONFIG["llm"])
-_SECTIONS = ("llm", "library", "vectors")
+LLM_FIELDS = section_keys("llm")
+_SECTIONS = SECTIONS
 
 
 @dataclass(frozen=True)
@@ -110,100 +101,13 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-#: Rate names of ``llm.prices[model]``: US dollars per million prompt / completion tokens.
-PRICE_RATES = ("prompt", "completion")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _check_optional_str(section: str, name: str, value: Any) -> None:
-    if value is not None and not isinstance(value, str):
-        raise ValidationError(f"{section}.{name} must be a string or null, not {_type_name(value)}.",
-                              hint=f"Set {section}.{name} to a string (or null to unset it).")
-
-
-def _validate_llm(llm: Any) -> None:
-    if not isinstance(llm, dict):
-        raise ValidationError(f"llm must be an object, not {_type_name(llm)}.", hint="Use `zocrates-nb llm clear`.")
-    unknown = sorted(set(llm) - set(LLM_FIELDS))
-    if unknown:
-        raise ValidationError(f"Unknown llm field(s): {', '.join(unknown)}.",
-                              hint=f"Allowed llm fields: {', '.join(LLM_FIELDS)}. The API key is never stored "
-                                   "in the config: set the environment variable named by llm.api_key_env.")
-    base_url = llm.get("base_url")
-    _check_optional_str("llm", "base_url", base_url)
-    if base_url and not base_url.startswith(("http://", "https://")):
-        raise ValidationError("llm.base_url must be an http:// or https:// URL.",
-                              hint="For example https://api.openai.com/v1")
-    _check_optional_str("llm", "model", llm.get("model"))
-    models = llm.get("models", {})
-    if not isinstance(models, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
-                                               for k, v in models.items()):
-        raise ValidationError("llm.models must map role names to model names (strings).",
-                              hint='For example {"coordinator": "gpt-4o-mini"}.')
-    api_key_env = llm.get("api_key_env", "OPENAI_API_KEY")
-    if not isinstance(api_key_env, str) or not api_key_env.replace("_", "a").isalnum() or api_key_env[0].isdigit():
-        raise ValidationError("llm.api_key_env must be the NAME of an environment variable (letters, digits, _).",
-                              hint="Put the key itself in that variable, e.g. OPENAI_API_KEY, never in the config.")
-    prices = llm.get("prices", {})
-    if not isinstance(prices, dict) or not all(
-            isinstance(model, str) and isinstance(rates, dict)
-            and all(k in PRICE_RATES and _is_number(v) and v >= 0 for k, v in rates.items())
-            for model, rates in prices.items()):
-        raise ValidationError("llm.prices must map model names to {\"prompt\": $, \"completion\": $} "
-                              "per million tokens (non-negative numbers; no other rate names).",
-                              hint='For example {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}}.')
-    timeout_s = llm.get("timeout_s", 60)
-    if not _is_number(timeout_s) or timeout_s <= 0:
-        raise ValidationError(f"llm.timeout_s must be a positive number, not {timeout_s!r}.", hint="For example 60.")
-    max_retries = llm.get("max_retries", 3)
-    if not _is_int(max_retries) or not 0 <= max_retries <= 20:
-        raise ValidationError(f"llm.max_retries must be an integer 0..20, not {max_retries!r}.", hint="For example 3.")
-
-
-def _validate_library(library: Any) -> None:
-    if not isinstance(library, dict):
-        raise ValidationError(f"library must be an object, not {_type_name(library)}.",
-                              hint='For example {"source": "demo"}.')
-    source = library.get("source", "demo")
-    if source not in LIBRARY_SOURCES:
-        raise ValidationError(f"library.source must be one of {', '.join(LIBRARY_SOURCES)}, not {source!r}.",
-                              hint="Use demo, zotero-sqlite (Zotero desktop) or zotero-web (Zotero Web API).")
-    for name in ("sqlite_path", "zotero_dir", "api_key_env"):
-        _check_optional_str("library", name, library.get(name))
-    library_id = library.get("library_id")
-    if library_id is not None and not (isinstance(library_id, str) or _is_int(library_id)):
-        raise ValidationError("library.library_id must be a string, an integer or null.",
-                              hint="Your Zotero user or group id (zotero.org/settings/keys).")
-    if library.get("library_type", "user") not in ("user", "group"):
-        raise ValidationError("library.library_type must be 'user' or 'group'.", hint="Usually 'user'.")
-    if not isinstance(library.get("local", False), bool):
-        raise ValidationError("library.local must be true or false.", hint="true uses Zotero's local API.")
-
-
-def _validate_vectors(vectors: Any) -> None:
-    if not isinstance(vectors, dict):
-        raise ValidationError(f"vectors must be an object, not {_type_name(vectors)}.",
-                              hint='For example {"mode": "persistent"}.')
-    if vectors.get("mode", "persistent") not in VECTOR_MODES:
-        raise ValidationError(f"vectors.mode must be one of {', '.join(VECTOR_MODES)}.",
-                              hint="persistent (embedded ChromaDB) is the default.")
-    _check_optional_str("vectors", "host", vectors.get("host"))
-    port = vectors.get("port")
-    if port is not None and not (_is_int(port) and 0 < port < 65536):
-        raise ValidationError(f"vectors.port must be an integer 1..65535 or null, not {port!r}.",
-                              hint="For example 8000.")
-
-
 def validate_config(config: Any) -> None:
     """Raise ``ValidationError`` unless ``config`` is a well-formed config document.
 
     Why one function: the same rules guard every write path (Python API, CLI,
     REST, widgets) and the read path, so nothing can store what cannot be read.
     Unknown top-level keys are allowed (preserved); unknown keys inside ``llm``
-    are refused (a typo there would silently do nothing — or be an API key).
+    are refused in every section (a typo there would silently do nothing — or be an API key).
     """
     if not isinstance(config, dict):
         raise ValidationError(f"The config must be a JSON object, not {_type_name(config)}.",
@@ -220,9 +124,9 @@ def validate_config(config: Any) -> None:
         raise ValidationError(
             f"The research profile is {len(profile)} characters long; the limit is {limit} characters.",
             hint=f"Shorten it by {len(profile) - limit} characters.")
-    _validate_llm(config.get("llm", {}))
-    _validate_library(config.get("library", {}))
-    _validate_vectors(config.get("vectors", {}))
+    check_text("user_research_profile", profile, limit)
+    for section in SECTIONS:
+        check_section(section, config.get(section, {}))
 
 
 def merge_defaults(config: dict) -> dict:
@@ -248,6 +152,11 @@ def apply_patch(config: dict, patch: dict) -> dict:
         else:
             updated[key] = copy.deepcopy(value)
     return updated
+
+
+def _refuse_non_json_constant(name: str) -> None:
+    """``json.loads`` hook: NaN / Infinity are not JSON; a file holding them is damaged."""
+    raise ValueError(f"non-standard JSON constant {name}")
 
 
 # ----------------------------------------------------------------------------- the store
@@ -307,9 +216,9 @@ class ConfigStore:
             raise ConfigError(f"Cannot read {self.path}: {exc.strerror}.",
                               hint="Check the file's permissions.") from exc
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_non_json_constant)
             validate_config(data)
-        except (UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+        except (UnicodeDecodeError, ValueError, ValidationError) as exc:
             kept = self._keep_corrupt_copy(raw)
             reason = exc.message if isinstance(exc, ValidationError) else f"not valid JSON ({exc.__class__.__name__})"
             raise ConfigError(
@@ -377,7 +286,13 @@ class ConfigStore:
     def _write_atomic(self, config: dict) -> tuple[int, int, int]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._remove_stale_temps()
-        data = (json.dumps(config, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")
+        try:  # standard JSON only: NaN/Infinity and lone surrogates are refused, never written
+            data = (json.dumps(config, indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False)
+                    + "\n").encode("utf-8")
+        except (ValueError, UnicodeEncodeError) as exc:
+            raise ValidationError(f"The config cannot be written as standard JSON ({exc.__class__.__name__}: "
+                                  "NaN, Infinity or an invalid character).",
+                                  hint="Use finite numbers and plain text.") from exc
         st = write_atomically(self.path, data)
         return (st.st_ino, st.st_size, st.st_mtime_ns)
 

@@ -95,6 +95,9 @@ def collect_status(paths: "DataPaths") -> dict[str, Any]:
     })
     if db_error:
         status["corpus"]["error"] = db_error
+    from zocrates_nb.outbox import Outbox
+
+    status["outbox"] = Outbox.for_paths(paths).counts()   # saved notes not in Zotero / not synced down yet
     return status
 
 
@@ -121,6 +124,11 @@ def format_status(status: dict[str, Any]) -> str:
         f"profile        : {profile}",
         f"LLM            : {llm_line}",
     ]
+    outbox = status.get("outbox") or {}
+    if outbox.get("outbox"):
+        lines.append(f"outbox         : {outbox['outbox']} saved notes not yet in Zotero — `zocrates-nb outbox list`")
+    if outbox.get("waiting"):
+        lines.append(f"outbox         : {outbox['waiting']} saved notes waiting for Zotero to sync")
     for problem in ("config_error", "secrets_error"):
         if problem in status:
             lines.append(f"PROBLEM        : {status[problem]['message']}\n  → {status[problem]['hint']}")

@@ -35,13 +35,22 @@ class SavedNote:
     parent_key: str | None
     collection_key: str | None
     where: str
+    #: demo | zotero-local | zotero-web | outbox, and why a note is in the outbox
+    destination: str = "demo"
+    reason: str | None = None
+
+    def to_dict(self) -> dict:
+        """The ``"saved"`` record of ``ask --save --json``."""
+        return {"key": self.key, "where": self.destination, "parent_key": self.parent_key,
+                "collection_keys": [self.collection_key] if self.collection_key else [], "reason": self.reason}
 
     def _repr_html_(self) -> str:
         # HTML with escaped text, not Markdown: JupyterLab renders trusted Markdown output's raw
         # HTML unsanitized, and a title can come from a model's answer.
         from .widgets.render import escape
 
-        return f"Saved <strong>{escape(self.title)}</strong> — {escape(self.where)}."
+        waiting = (f" Not yet in Zotero: {escape(self.reason or '')}" if self.destination == "outbox" else "")
+        return f"Saved <strong>{escape(self.title)}</strong> — {escape(self.where)}.{waiting}"
 
 
 class Workbench:
@@ -62,7 +71,7 @@ class Workbench:
         self.paths = DataPaths.resolve(data_dir, zotero_data_dir=zotero_dir).ensure()
         self.config = ConfigStore.for_paths(self.paths)
         self.events = EventLog(self.paths.diagnostics)
-        self.source = source or self._open_source(zotero_sqlite, zotero_dir)
+        self.source = self._with_pending(source or self._open_source(zotero_sqlite, zotero_dir))
         self._lock = threading.RLock()
         if auto_sync and self._needs_first_sync():
             self.sync(progress=progress)
@@ -77,6 +86,15 @@ class Workbench:
         from .library import open_source
 
         return open_source(self.paths, self.config.read())
+
+    def _with_pending(self, source: LibrarySource) -> LibrarySource:
+        """Zotero sources are read through the outbox overlay (saved notes stay visible until Zotero has them)."""
+        from .library.pending import PendingOverlay, is_zotero_source
+        from .outbox import Outbox
+
+        if is_zotero_source(source) and not isinstance(source, PendingOverlay):
+            return PendingOverlay(source, Outbox.for_paths(self.paths))
+        return source
 
     @cached_property
     def index(self):
@@ -127,7 +145,21 @@ class Workbench:
     def sync(self, progress: bool | None = None):
         """Bring the corpus and indexes in line with the library; returns a SyncReport."""
         with self._lock:
+            self._push_outbox_quietly()
             return self.corpus.sync(progress=progress)
+
+    def _push_outbox_quietly(self) -> None:
+        """On sync, send what waits in the outbox (a closed door only leaves it there, with the reason)."""
+        from .library.pending import is_zotero_source
+        from .outbox import Outbox
+        from .saving import push_outbox
+
+        if is_zotero_source(self.source) and Outbox.for_paths(self.paths).counts()["outbox"]:
+            try:
+                report = push_outbox(self.paths, self.config.read())
+                self.events.emit("outbox_push", written=len(report.written), kept=len(report.kept))
+            except ZocratesError as exc:
+                self.events.emit("outbox_push", error=exc.message)
 
     def search(self, query: str, k: int = 10, filters: dict | None = None):
         return self.tools.search_corpus(query, k=k, filters=filters)
@@ -166,6 +198,10 @@ class Workbench:
         if collection_key and parent_key:
             raise ZocratesError("A note is either a child of a paper or standalone in a collection, not both.",
                                 "Pass parent_key= for a child note, or collection_key= for a standalone note.")
+        from .library.pending import is_zotero_source
+
+        if is_zotero_source(self.source):
+            return self._save_to_zotero(title, render_note_html(title, markdown, sources), parent_key, collection_key)
         if not getattr(self.source, "writable", False):
             raise LibraryReadOnlyError(f"The library source ({self.source.describe()}) cannot write notes.",
                                        "Use the demo library or a Zotero Web/local API source to save notes.")
@@ -190,6 +226,27 @@ class Workbench:
                          latency_ms=round((time.perf_counter() - started) * 1000, 3))
         return SavedNote(note.key, title, parent_key, collection_key, where)
 
+    def _save_to_zotero(self, title: str, html: str, parent_key: str | None,
+                        collection_key: str | None) -> SavedNote:
+        """Desktop / Web API libraries: outbox, index at once, then the writers (see ``saving``)."""
+        from .saving import save_to_zotero
+
+        if parent_key and self.source.get_paper(parent_key) is None:
+            raise NotFoundError(f"No paper with key {parent_key!r}.", "Pick one of wb.papers().")
+        names = {c.key: c.name for c in self.collections()}
+        if collection_key and collection_key not in names:
+            raise NotFoundError(f"No collection with key {collection_key!r}.", "Pick one of wb.collections().")
+        started = time.perf_counter()
+        with self._lock:
+            record = save_to_zotero(self.paths, self.config.read(), self.corpus, html, title=title,
+                                    parent_key=parent_key, collection_keys=(collection_key,) if collection_key else ())
+        where = (f"attached to ‘{self.source.get_paper(parent_key).title}’" if parent_key else
+                 f"in collection ‘{names[collection_key]}’" if collection_key else "as a standalone note")
+        where += " (not yet in Zotero)" if record.where == "outbox" else ""
+        self.events.emit("save", key=record.key, parent_key=parent_key, collection=collection_key,
+                         destination=record.where, latency_ms=round((time.perf_counter() - started) * 1000, 3))
+        return SavedNote(record.key, title, parent_key, collection_key, where, record.where, record.reason)
+
     def save_answer(self, answer, *, collection_key: str | None = None,
                     parent_key: str | None = None, title: str | None = None) -> SavedNote:
         question = getattr(answer, "question", "") or "Answer"
@@ -211,6 +268,41 @@ class Workbench:
         return self.save_note(title or f"Chat session: {_title_from(first)}", "\n".join(parts),
                               sources=list(dict.fromkeys(sources)),
                               collection_key=collection_key, parent_key=parent_key)
+
+    # -- your own Zotero ---------------------------------------------------
+    def zotero_offer(self):
+        """On the demo library, the first Zotero library found on this computer (an offer; nothing switches)."""
+        from .library.detect import detect
+
+        if (self.config.read().get("library") or {}).get("source", "demo") != "demo":
+            return None
+        found = detect(probe=False)
+        return found[0] if found else None
+
+    def use_zotero(self, path: str | Path | None = None):
+        """Switch this data directory to a Zotero data directory (the detected one by default) and sync it."""
+        from .library import open_source
+
+        if path is None:
+            offer = self.zotero_offer()
+            if offer is None:
+                raise NotFoundError("No Zotero data directory was found.",
+                                    "Pass its folder: wb.use_zotero('~/Zotero'), or run `zocrates-nb library detect`.")
+            path = offer.path
+        folder = Path(path).expanduser().resolve()
+        if not (folder / "zotero.sqlite").is_file():
+            raise NotFoundError(f"No zotero.sqlite inside {folder}.", "Give Zotero's data directory.")
+        self.config.update(lambda cfg: {**cfg, "library": {**cfg.get("library", {}), "source": "zotero-dir",
+                                                           "zotero_dir": str(folder)}})
+        with self._lock:
+            old_corpus = self.__dict__.pop("corpus", None)
+            if old_corpus is not None:
+                old_corpus.close()
+            for name in ("tools", "coordinator"):
+                self.__dict__.pop(name, None)
+            self.source.close()
+            self.source = self._with_pending(open_source(self.paths, self.config.read()))
+        return self.sync(progress=False)
 
     # -- library views ----------------------------------------------------
     def collections(self) -> list[Collection]:

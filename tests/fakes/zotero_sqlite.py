@@ -113,6 +113,19 @@ class ZoteroDB:
         self.item_ids: dict[str, int] = {}
         self.collection_ids: dict[str, int] = {}
 
+    @classmethod
+    def reopen(cls, path: Path, variant: str = "7") -> "ZoteroDB":
+        """An existing test database, to change it later ("Zotero synced a note down")."""
+        db = cls.__new__(cls)
+        db.path, db.variant = Path(path), variant
+        db.conn = sqlite3.connect(str(path), isolation_level=None)
+        db.type_id = dict(db.conn.execute("SELECT typeName, itemTypeID FROM itemTypes"))
+        db.field_id = dict(db.conn.execute("SELECT fieldName, fieldID FROM fields"))
+        db.ctype_id = dict(db.conn.execute("SELECT creatorType, creatorTypeID FROM creatorTypes"))
+        db.item_ids = dict(db.conn.execute("SELECT key, itemID FROM items"))
+        db.collection_ids = dict(db.conn.execute("SELECT key, collectionID FROM collections"))
+        return db
+
     # -- building ---------------------------------------------------------
     def _item(self, key: str, type_name: str, library_id: int = 1, version: int = 5) -> int:
         cur = self.conn.execute(
@@ -188,6 +201,12 @@ class ZoteroDB:
 
     def trash_collection(self, key: str) -> None:
         self.conn.execute("INSERT INTO deletedCollections(collectionID) VALUES (?)", (self.collection_ids[key],))
+
+    def set_setting(self, setting: str, key: str, value) -> None:
+        """Zotero's ``settings`` table: ``account.userID`` (the synced account), ``client.lastVersion``."""
+        self.conn.execute("CREATE TABLE IF NOT EXISTS settings (setting TEXT, key TEXT, value, "
+                          "PRIMARY KEY (setting, key))")
+        self.conn.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, ?)", (setting, key, value))
 
     def close(self) -> None:
         self.conn.close()

@@ -45,6 +45,11 @@ class FakeZoteroAPI:
         self.injected: list[tuple[set[str], int, dict[str, str]]] = []
         self.success_headers: dict[str, str] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.used_write_tokens: set[str] = set()     # Zotero-Write-Token: reuse → 412
+        self.fulltext: dict[str, tuple[int, dict]] = {}   # attachment key → (version, {"content", …})
+        self.key_user_id = library_id if library_type == "user" else 475425
+        self.key_access: dict = {"user": {"library": True, "files": True, "notes": True, "write": True},
+                                 "groups": {"all": {"library": True, "write": True}}}
         self.lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -86,6 +91,11 @@ class FakeZoteroAPI:
         else:
             data["collections"] = list(collections)
         return self.add_item(data)
+
+    def set_fulltext(self, key: str, content: str, pages: int = 1) -> None:
+        """An attachment's indexed text, as PUT /items/KEY/fulltext stores it."""
+        with self.lock:
+            self.fulltext[key] = (self._bump(), {"content": content, "indexedPages": pages, "totalPages": pages})
 
     def modify(self, key: str, **fields) -> None:
         with self.lock:
@@ -258,6 +268,12 @@ def _make_handler(api: FakeZoteroAPI):
             with api.lock:
                 if path in ("/", ""):
                     return self._send(200, "Nothing to see here.")
+                if path in ("/keys/current", f"/keys/{api.api_key}"):
+                    if self.headers.get("Zotero-API-Key") != api.api_key and \
+                            self.headers.get("Authorization") != f"Bearer {api.api_key}":
+                        return self._send(403, "Invalid key")
+                    return self._send(200, {"key": api.api_key, "userID": api.key_user_id, "username": "tester",
+                                            "displayName": "Tester", "access": api.key_access})
                 if path == "/itemFields":
                     return self._send(200, [{"field": f, "localized": f} for f in ITEM_FIELDS])
                 if path == "/items/new":
@@ -273,6 +289,17 @@ def _make_handler(api: FakeZoteroAPI):
                             if d["version"] > since and (q.get("includeTrashed") == "1" or not d.get("deleted"))
                             and (not q.get("itemType") or d.get("itemType") == q["itemType"])]
                     return self._listing(objs, q)
+                if path == "/LIB/fulltext":
+                    if api.local:
+                        return self._send(404, "Not found")
+                    return self._send(200, {k: v for k, (v, _) in api.fulltext.items() if v > since},
+                                      {"Last-Modified-Version": str(api.version)})
+                if path.startswith("/LIB/items/") and path.endswith("/fulltext"):
+                    key = path.split("/")[3]
+                    if key not in api.fulltext:
+                        return self._send(404, "Not found")
+                    version, body = api.fulltext[key]
+                    return self._send(200, body, {"Last-Modified-Version": str(version)})
                 if path.startswith("/LIB/items/"):
                     key = path.rsplit("/", 1)[1]
                     if key not in api.items:
@@ -300,6 +327,10 @@ def _make_handler(api: FakeZoteroAPI):
             if self._injected():
                 return
             path, _ = self._route()
+            if api.local and path == "/local/authorize":     # Zotero 10: the user clicked "Always Allow"
+                if self.headers.get("Zotero-Server-ID") != api.server_id:
+                    return self._send(428, "Zotero-Server-ID not provided")
+                return self._send(200, {"key": api.api_key, "remember": True})
             if path != "/LIB/items":
                 return self._send(404, "Not found")
             if not self._write_allowed():
@@ -308,6 +339,11 @@ def _make_handler(api: FakeZoteroAPI):
             if not isinstance(objects, list) or len(objects) > 50:
                 return self._send(400, "Body must be a JSON array of at most 50 objects")
             with api.lock:
+                token = self.headers.get("Zotero-Write-Token")
+                if token is not None:
+                    if token in api.used_write_tokens:
+                        return self._send(412, "Write token already used")
+                    api.used_write_tokens.add(token)
                 if_unmod = self.headers.get("If-Unmodified-Since-Version")
                 if if_unmod is not None and int(if_unmod) != api.version:
                     return self._send(412, f"Library has been modified since specified version "

@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..config_schema import LIBRARY_SOURCES
 from ..errors import ConfigError
 from .base import Collection, LibrarySnapshot, LibrarySource, Note, Paper
 
 __all__ = ["open_source", "LibrarySource", "LibrarySnapshot", "Note", "Paper", "Collection", "SOURCES"]
 
-SOURCES = ("demo", "zotero-sqlite", "zotero-dir", "zotero-web")
+SOURCES = LIBRARY_SOURCES  # declared once, in config_schema
 
 
 def open_source(paths, config: dict) -> LibrarySource:

@@ -20,6 +20,7 @@ The API key lives in the pyzotero client only; it never appears in messages or r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -51,7 +52,11 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS items_type ON items(item_type)",
     "CREATE TABLE IF NOT EXISTS collections (key TEXT PRIMARY KEY, version INTEGER NOT NULL, name TEXT NOT NULL,"
     " parent_key TEXT, deleted INTEGER NOT NULL DEFAULT 0)",
+    # attachment full text (GET /fulltext?since=V, then /items/KEY/fulltext), as .zotero-ft-cache on desktop
+    "CREATE TABLE IF NOT EXISTS fulltext (key TEXT PRIMARY KEY, version INTEGER NOT NULL, content TEXT NOT NULL)",
 )
+_PAPER_FULLTEXT = ("SELECT a.parent_key, f.content FROM fulltext f JOIN items a ON a.key = f.key "
+                   "WHERE a.deleted = 0 AND a.parent_key IS NOT NULL ORDER BY a.parent_key, a.key")
 _VISIBLE_NOTES = ("SELECT i.obj FROM items i LEFT JOIN items p ON p.key = i.parent_key "
                   "WHERE i.item_type = 'note' AND i.deleted = 0 AND COALESCE(p.deleted, 0) = 0")
 
@@ -92,6 +97,12 @@ def paper_from_object(obj: dict) -> Paper:
                  publication=publication, collections=tuple(data.get("collections") or ()),
                  version=int(data.get("version", obj.get("version", 0)) or 0),
                  date_modified=data.get("dateModified", ""))
+
+
+def _with_text(paper: Paper, texts: dict[str, list[str]]) -> Paper:
+    """The paper with its attachments' full text (as the desktop's ``.zotero-ft-cache`` gives it)."""
+    parts = texts.get(paper.key)
+    return dataclasses.replace(paper, fulltext="\n\n".join(parts)) if parts else paper
 
 
 class ZoteroWebLibrary:
@@ -187,6 +198,7 @@ class ZoteroWebLibrary:
                                                                limit=self.page_size))
             collections, _ = self._fetch_all(lambda: zot.collections(since=since, limit=self.page_size))
             deleted = zot.deleted(since=since) if since else {}
+            texts = self._fetch_fulltext(since)
             with self._txn() as db:
                 for obj in items:
                     data = obj["data"]
@@ -202,10 +214,23 @@ class ZoteroWebLibrary:
                 gone_items, gone_colls = deleted.get("items") or [], deleted.get("collections") or []
                 db.executemany("DELETE FROM items WHERE key = ?", [(k,) for k in gone_items])
                 db.executemany("DELETE FROM collections WHERE key = ?", [(k,) for k in gone_colls])
+                db.executemany("INSERT OR REPLACE INTO fulltext VALUES (?, ?, ?)", texts)
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(max(version, since)),))
             self._last_sync_error = None
             return {"items": len(items), "collections": len(collections),
                     "deleted": len(gone_items) + len(gone_colls), "since": since, "version": max(version, since)}
+
+    def _fetch_fulltext(self, since: int) -> list[tuple[str, int, str]]:
+        """(attachment key, version, text) changed since ``since`` (the local API has no /fulltext: none)."""
+        if self.local:
+            return []
+        changed = self._zot.new_fulltext(since) or {}
+        texts = []
+        for key, version in changed.items():
+            body = self._zot.fulltext_item(key)
+            if isinstance(body, dict) and isinstance(body.get("content"), str):
+                texts.append((key, int(version), body["content"]))
+        return texts
 
     # -- protocol reads -------------------------------------------------
     def describe(self) -> str:
@@ -228,7 +253,10 @@ class ZoteroWebLibrary:
                 notes = tuple(note_from_object(json.loads(r[0])) for r in
                               self._db.execute(_VISIBLE_NOTES + " ORDER BY i.key"))
                 placeholders = ", ".join("?" * len(_SKIP_TYPES))
-                papers = tuple(paper_from_object(json.loads(r[0])) for r in self._db.execute(
+                texts: dict[str, list[str]] = {}
+                for parent, content in self._db.execute(_PAPER_FULLTEXT):
+                    texts.setdefault(parent, []).append(content)
+                papers = tuple(_with_text(paper_from_object(json.loads(r[0])), texts) for r in self._db.execute(
                     f"SELECT obj FROM items WHERE deleted = 0 AND item_type NOT IN ({placeholders}) "
                     "ORDER BY key", _SKIP_TYPES))
                 collections = tuple(Collection(k, n, p) for k, n, p in self._db.execute(
@@ -248,7 +276,12 @@ class ZoteroWebLibrary:
         with self._lock:
             row = self._db.execute("SELECT obj, item_type FROM items WHERE key = ? AND deleted = 0",
                                    (key,)).fetchone()
-        return paper_from_object(json.loads(row[0])) if row and row[1] not in _SKIP_TYPES else None
+        if not row or row[1] in _SKIP_TYPES:
+            return None
+        with self._lock:
+            one_paper = _PAPER_FULLTEXT.replace("ORDER BY", "AND a.parent_key = ? ORDER BY")
+            texts = [c for _, c in self._db.execute(one_paper, (key,))]
+        return _with_text(paper_from_object(json.loads(row[0])), {key: texts})
 
     def _store(self, obj: dict) -> None:
         data = obj["data"]
@@ -383,3 +416,23 @@ class ZoteroWebLibrary:
 
     def __repr__(self) -> str:
         return f"<ZoteroWebLibrary {self.library_type}s/{self.library_id} via {self.base_url}>"
+
+
+def authorize_local_key(base_url: str | None = None, app_name: str = "zocrates-nb") -> dict:
+    """Zotero 10's one-time approval (pyzotero's ``authorize_local``): ``{"key", "remember", "server_id"}``.
+
+    Zotero shows Allow / Always Allow / Deny. "Allow" keys are single-use (``remember`` false).
+    """
+    zot = Zotero(0, "user", local=True)
+    zot.endpoint = (base_url or LOCAL_API).rstrip("/")
+    try:
+        granted = zot.authorize_local(app_name)
+    except ze.LocalAPIDeniedError as exc:
+        raise LibraryError("Zotero denied the request.", "Run `zocrates-nb library writer local` again and "
+                           "choose “Always Allow” in Zotero.") from exc
+    except (ze.PyZoteroError, httpx2.HTTPError) as exc:
+        raise LibraryError(f"Zotero's local API did not answer the approval request: {str(exc)[:200]}",
+                           "Start Zotero 10 and enable Settings → Advanced → “Allow other applications on this "
+                           "computer to communicate with Zotero”, then run "
+                           "`zocrates-nb library writer local`.") from exc
+    return {"key": granted["key"], "remember": bool(granted.get("remember")), "server_id": zot.server_id}

@@ -28,6 +28,8 @@ _STATIC = Path(__file__).parent / "static"
 STREAM_RENDER_INTERVAL = 0.05
 NO_COLLECTION = "Unfiled (My Library)"
 NO_PARENT = "— none (standalone note) —"
+#: a small library lists every paper until the user types; a big one lists the top 20 matches
+SHOW_ALL_PAPERS_UP_TO = 200
 #: a Dropdown treats the value None as "nothing selected" (a blank box), so "none" is ""
 _NONE = ""
 
@@ -92,6 +94,11 @@ class ChatPanel:
         self.parent_picker = widgets.Dropdown(description="or child of:", options=[(NO_PARENT, _NONE)],
                                               style={"description_width": "initial"})
         self.parent_picker.add_class("zc-save-parent")
+        self.paper_search = widgets.Text(placeholder="type to find a paper (title, author, year)…",
+                                         continuous_update=True, layout=widgets.Layout(width="18em"))
+        self.paper_search.add_class("zc-save-paper-search")
+        self.paper_search.observe(lambda change: self.filter_parents(change["new"]), names="value")
+        self._suggested: str | None = None
         self._fill_pickers()
         self.collection_picker.observe(self._picked_collection, names="value")
         self.parent_picker.observe(self._picked_parent, names="value")
@@ -103,10 +110,12 @@ class ChatPanel:
 
         header = widgets.HTML(self._header_html())
         header.add_class("zc-chat-header")
-        save_row = widgets.HBox([self.collection_picker, self.parent_picker, self.save_session_button],
+        save_row = widgets.HBox([self.collection_picker, self.paper_search, self.parent_picker,
+                                 self.save_session_button],
                                 layout=widgets.Layout(flex_flow="row wrap"))
         save_row.add_class("zc-chat-save-row")
-        self.root = widgets.VBox([header, self.log, self.error, self.input, save_row, self.status],
+        self.offer = self._offer_button()
+        self.root = widgets.VBox([header, *self.offer, self.log, self.error, self.input, save_row, self.status],
                                  layout=widgets.Layout(width="100%"))
         self.root.add_class("zc-chat")
 
@@ -126,14 +135,61 @@ class ChatPanel:
             return False
 
     def _fill_pickers(self) -> None:
-        """Fill the destination dropdowns from the library (collections, papers)."""
-        self._collection_names = {c.key: c.name for c in self.workbench.collections()}
-        self._paper_titles = {p.key: p.title for p in self.workbench.papers()}
-        papers = {p.key: p for p in self.workbench.papers()}
-        self.collection_picker.options = [(NO_COLLECTION, _NONE)] + [
-            (name, key) for key, name in self._collection_names.items()]
-        self.parent_picker.options = [(NO_PARENT, _NONE)] + [
-            (_paper_label(p), key) for key, p in papers.items()]
+        """Fill the destination pickers: the collection tree, and the papers' type-ahead index."""
+        from .picker import PaperIndex, collection_tree
+
+        collections = self.workbench.collections()
+        self._collection_names = {c.key: c.name for c in collections}
+        papers = self.workbench.papers()
+        self._paper_titles = {p.key: p.title for p in papers}
+        self._paper_index = PaperIndex.build(papers)
+        self.collection_picker.options = [(NO_COLLECTION, _NONE)] + collection_tree(collections)
+        self.filter_parents(self.paper_search.value)
+
+    def filter_parents(self, query: str) -> list[tuple[str, str]]:
+        """Show the top 20 papers matching ``query`` (the suggested parent first); keep the current pick."""
+        from .picker import TOP_N, filter_papers
+
+        small = not query.strip() and len(self._paper_index) <= SHOW_ALL_PAPERS_UP_TO
+        matches = filter_papers(self._paper_index, query, limit=len(self._paper_index) if small else TOP_N)
+        keep = self.parent_picker.value
+        head = [(NO_PARENT, _NONE)]
+        if self._suggested and self._suggested in self._paper_titles:
+            head.append((f"★ most cited: {self._paper_titles[self._suggested][:60]}", self._suggested))
+        if keep and keep not in {k for _, k in head + matches} and keep in self._paper_titles:
+            head.append((self._paper_titles[keep][:70], keep))
+        shown = head + [m for m in matches if m[1] != self._suggested]
+        self.parent_picker.options = shown
+        self.parent_picker.value = keep if keep in {k for _, k in shown} else _NONE
+        return matches
+
+    def suggest_parent(self, answer: Any) -> str | None:
+        """Offer the paper ``answer`` cites most as the parent (listed first; not selected for you)."""
+        from .picker import suggested_parent
+
+        self._suggested = suggested_parent(answer, frozenset(self._paper_titles))
+        self.filter_parents(self.paper_search.value)
+        return self._suggested
+
+    def _offer_button(self) -> list:
+        """On the demo library, a one-line offer to switch to a detected Zotero library (never automatic)."""
+        try:
+            offer = self.workbench.zotero_offer() if hasattr(self.workbench, "zotero_offer") else None
+        except ZocratesError:
+            offer = None
+        if offer is None:
+            return []
+        button = widgets.Button(description=offer.offer, icon="exchange", layout=widgets.Layout(width="auto"),
+                                tooltip=f"Switch this data directory to {offer.path} and sync it")
+        button.add_class("zc-use-zotero")
+
+        def use(_b: Any) -> None:
+            self._guarded(lambda: self.workbench.use_zotero(offer.path))
+            button.layout.display = "none"
+            self.refresh()
+
+        button.on_click(use)
+        return [button]
 
     def _picked_collection(self, change: dict) -> None:
         if change["new"] and self.parent_picker.value:
@@ -264,6 +320,8 @@ class ChatPanel:
             saved.title,
             collection=self._collection_names.get(saved.collection_key) if saved.collection_key else None,
             parent=self._paper_titles.get(saved.parent_key, saved.parent_key) if saved.parent_key else None)
+        if getattr(saved, "destination", "") == "outbox":      # searchable now, but say where it really is
+            text += f" — not yet in Zotero: {saved.reason}"
         html = f'<span class="zc-saved">✓ {render.escape(text)}</span>'
         if isinstance(bubble, _AssistantBubble):
             bubble.saved_line.value = html     # an answer's confirmation sits under that answer
@@ -312,6 +370,7 @@ class _AssistantBubble:
         self.body.value = render.render_answer_body(getattr(answer, "text", ""))
         self.sources.value = render.render_sources(render.answer_sources(answer))
         answer_number = len(self.panel.answers)   # this answer's index once appended
+        self.panel.suggest_parent(answer)
         self.save_button.disabled = False
         self.save_button.on_click(lambda _b: self.panel._guarded(
             lambda: self.panel.save_answer(index=answer_number)))
@@ -325,8 +384,3 @@ class _AssistantBubble:
 def _hide_when_empty(change: dict) -> None:
     change["owner"].layout.display = None if change["new"] else "none"
 
-
-def _paper_label(paper: Any, limit: int = 70) -> str:
-    title = paper.title if len(paper.title) <= limit else paper.title[: limit - 1] + "…"
-    citation = getattr(paper, "citation", "")
-    return f"{citation} — {title}" if citation else title

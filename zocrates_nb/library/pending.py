@@ -1,0 +1,60 @@
+"""A library source plus the notes saved from here that its snapshot does not show yet.
+
+Why a wrapper: a note saved from a desktop library lives first in the outbox (not
+sent yet) or in Zotero only (sent, but Zotero has not synced it down into
+``zotero.sqlite``). Sync, search and ``read_document`` must keep seeing it, so the
+corpus reads the library through this overlay: the real snapshot, plus those notes
+whose keys it lacks. As soon as the snapshot shows a key, Zotero's version wins (same
+key, same bundle; no re-embedding when the HTML is unchanged), the note is forgotten
+here, and later edits or trash in Zotero are followed like any other note's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .base import LibrarySnapshot, Note
+
+
+def is_zotero_source(source: Any) -> bool:
+    """True for the desktop and Web/local API sources (those that save through writers and the outbox)."""
+    module = type(source).__module__
+    return module.endswith(("library.zotero_desktop", "library.zotero_web")) or isinstance(source, PendingOverlay)
+
+
+class PendingOverlay:
+    """Delegates to ``source``; adds outbox and waiting notes to ``snapshot`` and ``get_note``."""
+
+    def __init__(self, source: Any, outbox) -> None:
+        self.source = source
+        self.outbox = outbox
+
+    def __getattr__(self, name: str) -> Any:   # describe, get_paper, close, writable, sync, …
+        return getattr(self.source, name)
+
+    @property
+    def base(self) -> Any:
+        return self.source
+
+    def _pending(self) -> dict[str, Note]:
+        return {e.key: e.as_note() for e in [*self.outbox.waiting(), *self.outbox.entries()]}
+
+    def snapshot(self) -> LibrarySnapshot:
+        snap = self.source.snapshot()
+        pending = self._pending()
+        if not pending:
+            return snap
+        shown = {note.key for note in snap.notes}
+        arrived = [key for key in pending if key in shown]
+        if arrived:
+            self.outbox.forget_waiting(arrived)
+        extra = tuple(note for key, note in pending.items() if key not in shown)
+        return dataclasses.replace(snap, notes=(*snap.notes, *extra)) if extra else snap
+
+    def get_note(self, key: str) -> Note | None:
+        note = self.source.get_note(key)
+        return note if note is not None else self._pending().get(key)
+
+    def __repr__(self) -> str:
+        return f"PendingOverlay({self.source!r})"

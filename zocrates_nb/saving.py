@@ -1,0 +1,156 @@
+"""Save as Note for Zotero libraries: outbox first, then the writers, then the record the user sees.
+
+The order matters (why this module exists): the note is put in the durable outbox
+*before* anything is sent, indexed at once so search finds it, and only then handed
+to a writer. Whatever happens next (no writer, Zotero down, a crash), the note is in
+the outbox with its key and write token, and ``zocrates-nb outbox push`` finishes it
+exactly once. The demo library keeps its direct, synchronous path in ``workbench``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .atomic import write_atomically
+from .errors import ConfigError
+from .library.note_writer import LOCAL_API, WEB_API, NoteWriter, WriterUnavailable
+from .locks import file_lock
+from .outbox import Outbox, OutboxEntry
+
+LOCAL_KEY_ENV = "ZOTERO_LOCAL_API_KEY"
+NO_WRITER = ("no writer is set up for this Zotero library: run `zocrates-nb library writer local` (Zotero 10) or "
+             "`zocrates-nb library writer web --api-key-env ENV` (zotero.org account)")
+
+
+@dataclass(frozen=True)
+class SaveRecord:
+    """Where one saved note went: ``where`` is demo | zotero-local | zotero-web | outbox."""
+
+    key: str
+    where: str
+    parent_key: str | None
+    collection_keys: tuple[str, ...]
+    reason: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "where": self.where, "parent_key": self.parent_key,
+                "collection_keys": list(self.collection_keys), "reason": self.reason}
+
+
+# ----------------------------------------------------------------------------- the local API key
+
+def local_key_path(paths) -> Any:
+    return paths.root / "zotero_local_key.json"
+
+
+def read_local_key(paths) -> str | None:
+    """The Zotero 10 local API key: ``$ZOTERO_LOCAL_API_KEY``, else the 0600 file, else None."""
+    from_env = os.environ.get(LOCAL_KEY_ENV, "").strip()
+    if from_env:
+        return from_env
+    try:
+        data = json.loads(local_key_path(paths).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{local_key_path(paths)} is damaged.",
+                          "Delete it and run `zocrates-nb library writer local` again.") from exc
+    return data.get("key") if isinstance(data, dict) and isinstance(data.get("key"), str) else None
+
+
+def store_local_key(paths, key: str) -> None:
+    """Keep the approved local key owner-only (mode 0600 from the first byte), never in the config."""
+    with file_lock(paths.locks / "secrets.lock"):
+        write_atomically(local_key_path(paths), json.dumps({"key": key}).encode("utf-8"))
+
+
+# ----------------------------------------------------------------------------- choosing writers
+
+def _library_path(library_type: str, library_id: Any) -> str:
+    return f"{'groups' if library_type == 'group' else 'users'}/{library_id}"
+
+
+def choose_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
+    """The writers to try, in order, for this config; with the reason when there is none."""
+    library, writer = config.get("library") or {}, config.get("writer") or {}
+    if library.get("source") == "zotero-web":
+        key = os.environ.get(library.get("api_key_env") or "ZOTERO_API_KEY", "").strip()
+        if library.get("local"):   # the approved local key (`library writer local`), else the named variable
+            local_key = read_local_key(paths) or key
+            if not local_key:
+                return [], "no local API key: run `zocrates-nb library writer local` (Zotero 10)"
+            return [NoteWriter("zotero-local", library.get("base_url") or LOCAL_API, "users/0", local_key,
+                               library.get("server_id"))], ""
+        if not key:
+            return [], f"the Zotero API key is not set (${library.get('api_key_env')})"
+        return [NoteWriter("zotero-web", library.get("base_url") or WEB_API,
+                           _library_path(library.get("library_type") or "user", library.get("library_id")), key)], ""
+    kind = writer.get("kind") or "auto"
+    writers: list[NoteWriter] = []
+    if kind in ("auto", "local"):
+        local_key = read_local_key(paths)
+        if local_key:
+            writers.append(NoteWriter("zotero-local", writer.get("local_base_url") or LOCAL_API, "users/0",
+                                      local_key, writer.get("server_id")))
+    if kind in ("auto", "web") and writer.get("library_id") not in (None, ""):
+        key = os.environ.get(writer.get("api_key_env") or "ZOTERO_API_KEY", "").strip()
+        if key:
+            writers.append(NoteWriter("zotero-web", writer.get("base_url") or WEB_API,
+                                      _library_path(writer.get("library_type") or "user", writer["library_id"]), key))
+        elif kind == "web":
+            return [], f"the Web API key is not set (${writer.get('api_key_env')})"
+    if not writers:
+        return [], "writer.kind is none" if kind == "none" else NO_WRITER
+    return writers, ""
+
+
+def writer_summary(paths, config: dict) -> dict:
+    """``library show --json``'s "writer": the kind that would write now, never a key."""
+    try:
+        writers, reason = choose_writers(paths, config)
+    except ConfigError as exc:
+        return {"kind": "none", "reason": exc.message}
+    if not writers:
+        return {"kind": "none", "reason": reason}
+    first = writers[0]
+    return {"kind": first.kind.removeprefix("zotero-"), "base_url": first.base_url, "library": first.library_path}
+
+
+# ----------------------------------------------------------------------------- pushing and saving
+
+def push_outbox(paths, config: dict, *, wait_for_snapshot: bool = True):
+    """Send every outbox entry through the first writer that answers; a PushReport."""
+    outbox = Outbox.for_paths(paths)
+    writers, reason = choose_writers(paths, config)
+
+    def send(entry: OutboxEntry) -> str:
+        if not writers:
+            raise WriterUnavailable(reason, "")
+        last: WriterUnavailable | None = None
+        for writer in writers:
+            try:
+                writer.create_note(entry.key, entry.html, write_token=entry.write_token,
+                                   parent_key=entry.parent_key, collection_keys=entry.collection_keys)
+                return writer.kind
+            except WriterUnavailable as exc:
+                last = exc
+        raise last  # type: ignore[misc]
+
+    return outbox.push(send, wait_for_snapshot=wait_for_snapshot)
+
+
+def save_to_zotero(paths, config: dict, corpus, html: str, *, title: str, parent_key: str | None,
+                   collection_keys: Sequence[str]) -> SaveRecord:
+    """Outbox entry → indexed at once → pushed; the record says where the note is now."""
+    outbox = Outbox.for_paths(paths)
+    entry = outbox.add(html, title=title, parent_key=parent_key, collection_keys=collection_keys)
+    corpus.materialize_note(entry.as_note())
+    report = push_outbox(paths, config)
+    written = dict(report.written)
+    if entry.key in written:
+        return SaveRecord(entry.key, written[entry.key], parent_key, tuple(collection_keys))
+    reason = dict(report.kept).get(entry.key) or "not sent yet"
+    return SaveRecord(entry.key, "outbox", parent_key, tuple(collection_keys), reason)
