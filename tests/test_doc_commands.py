@@ -21,6 +21,7 @@ A failure names the file and line of the doc, the command as written and as run,
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import re
 import shlex
@@ -181,6 +182,8 @@ def test_doc_command_runs(group, fixtures, tmp_path, monkeypatch, capsys):
         argv = substitute(command.text, fx)
         if argv[:2] == ["library", "writer"] and argv[2:3] in (["web"], ["local"]) and "--base-url" not in argv:
             argv += ["--base-url", fx["web_api"] if argv[2] == "web" else fx["local_api"]]
+        # --api-key-stdin reads one line: give it a key that is not a real one
+        monkeypatch.setattr("sys.stdin", io.StringIO("sk-doc-test-not-a-real-key\n"))
         try:
             code = main(argv)
         except SystemExit as exc:  # argparse refusals
