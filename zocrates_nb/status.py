@@ -95,6 +95,9 @@ def collect_status(paths: "DataPaths") -> dict[str, Any]:
     })
     if db_error:
         status["corpus"]["error"] = db_error
+    from zocrates_nb.doctor import quick_health
+
+    status["health"] = quick_health(paths)
     return status
 
 
@@ -121,6 +124,8 @@ def format_status(status: dict[str, Any]) -> str:
         f"profile        : {profile}",
         f"LLM            : {llm_line}",
     ]
+    if "health" in status:
+        lines.append(f"health         : {status['health']['summary']}")
     for problem in ("config_error", "secrets_error"):
         if problem in status:
             lines.append(f"PROBLEM        : {status[problem]['message']}\n  → {status[problem]['hint']}")

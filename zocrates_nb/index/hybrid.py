@@ -239,23 +239,44 @@ class HybridIndex:
             self._sync_ids(missing, progress)
         return {"embedded": len(missing), "deleted": len(extra)}
 
-    def rebuild(self, corpus: Any = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
-        """Re-create FTS rows and vectors from the OKF bundles alone (no library access)."""
-        from zocrates_nb.corpus.bundle import read_manifest, read_markdown
+    def rebuild(self, corpus: Any = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Re-create FTS rows and vectors from the OKF bundles alone (no library access).
+
+        Holds the data directory's writer lock (``locks.corpus_lock``), so no save or sync lands
+        between listing the bundles and swapping the rows in. The FTS rows are replaced in ONE
+        transaction (readers see the old index until COMMIT, then the new one); vectors are
+        upserted in place and extras deleted, so dense search keeps working while it runs. A
+        bundle that does not verify is skipped and named in ``skipped`` (``zocrates-nb index
+        rebuild`` then re-makes it from the library) instead of aborting the whole rebuild.
+        """
+        from zocrates_nb.corpus.bundle import read_bundle
+        from zocrates_nb.locks import corpus_lock
 
         root = Path(getattr(getattr(corpus, "paths", None), "corpus", None) or self.paths.corpus)
-        bundles = sorted(p for p in root.iterdir() if (p / "okf.json").is_file()) if root.is_dir() else []
-        records = [document_rows(read_manifest(b), read_markdown(b)) for b in bundles]
-        vectors = self._store()
-        self._reconciled = True                   # no point reconciling a store we are about to reset
-        self._write(lambda conn: (fts.clear(conn), [fts.replace_document(conn, d, r) for d, r in records]))
-        vectors.reset()
-        with self._lock:
-            self._pending = set()
-        ids = self._read(fts.chunk_ids)
-        self._sync_ids(ids, progress)
-        self._reconciled = True
-        return {"documents": len(records), "chunks": len(ids)}
+        with corpus_lock(self.paths.locks):
+            bundles = sorted(p for p in root.iterdir() if (p / "okf.json").is_file()
+                             and not p.name.startswith(".")) if root.is_dir() else []
+            records, skipped = [], []
+            for bundle_dir in bundles:
+                try:
+                    records.append(document_rows(*read_bundle(bundle_dir)))
+                except (ZocratesError, KeyError, TypeError, ValueError):
+                    skipped.append(bundle_dir.name)
+            vectors = self._store()
+            self._reconciled = True               # the rebuild below is a full reconcile
+            self._write(lambda conn: (fts.clear(conn), [fts.replace_document(conn, d, r) for d, r in records]))
+            with self._lock:
+                self._pending = set()
+            ids = self._read(fts.chunk_ids)
+            try:
+                extra = set(vectors.all_ids()) - ids
+            except IndexCorruptError:
+                vectors.reset()                   # a damaged vector store is derived data: start afresh
+                extra = set()
+            if extra:
+                vectors.delete_ids(sorted(extra))
+            self._sync_ids(ids, progress)
+        return {"documents": len(records), "chunks": len(ids), "skipped": skipped}
 
     def index_records(self, records: Sequence[tuple[fts.DocumentRow, Sequence[fts.ChunkRow]]], *,
                       vectors: bool = True, progress: Callable[[int, int], None] | None = None) -> None:
