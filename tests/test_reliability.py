@@ -215,9 +215,13 @@ def test_answer_markdown_repr_drops_javascript_links():
     from zocrates_nb.agents.answer import Answer, Citation
 
     answer = Answer(text="See [this](javascript:alert(1)) and [that](JaVaScRiPt:alert(2)) and "
-                         "[ok](https://example.org) and <a href='javascript:x'>x</a> [d](data:text/html,x)",
+                         "[ok](https://example.org) and [e](java&#115;cript:alert(4)) [d](data:text/html,x) "
+                         "[s](< javascript:alert(5)>) [p](javascript:f(a)(b))\n\n[ref]: javascript:alert(6)\n"
+                         "<a href='javascript:x'>x</a>",
                     citations=[Citation(title="[t](javascript:alert(3))", citation="c", kind="note")],
                     evidence=[], usage={}, mode="evidence-only", session_id="s")
     shown = answer._repr_markdown_()
-    assert "javascript:" not in shown.lower() and "data:text" not in shown
+    assert "<a " not in shown                                  # raw HTML stays text
+    shown = shown.replace("&lt;a href='javascript:x'>", "")
+    assert "javascript:" not in shown.lower() and "data:text" not in shown and "cript:" not in shown
     assert "https://example.org" in shown

@@ -141,6 +141,19 @@ def test_invalid_json_body_is_400(api):
     assert r.status_code == 400 and "not valid JSON" in r.json()["message"]
 
 
+@pytest.mark.parametrize(("body", "match"), [
+    (b"[" * 50_000 + b"]" * 50_000, "nested too deeply"),
+    (b'{"model": "\\ud800"}', "invalid Unicode"),
+    (b'{"model": "' + b"x" * 400_000 + b'"}', "at most"),
+])
+def test_hostile_bodies_are_400_not_500(api, server, body, match):
+    """Issue 10 failure 6: a RecursionError and a UnicodeEncodeError used to surface as 500."""
+    r = api.post("/zocrates/llm/config", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 400, r.text[:300]
+    assert match in r.json()["message"]
+    assert api.get("/zocrates/status").status_code == 200
+
+
 def test_unauthenticated_requests_are_refused(server):
     with httpx.Client(base_url=server["base"], timeout=30) as anon:
         assert anon.get("/zocrates/status").status_code in (401, 403)
