@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from zocrates_nb.errors import ConfigError, IndexCorruptError, QueryError, ZocratesError
-from zocrates_nb.index import fts
+from zocrates_nb.index import fts, pending
 from zocrates_nb.index.lexical import DocumentFrequencies, lexical_search
 from zocrates_nb.index.ranking import (FILTER_NAMES, MAX_QUERY_CHARS, MODES, SearchHit, check_filters,
                                        prepare_query, rrf, unknown_collection_error, unknown_parent_error)
@@ -82,6 +82,8 @@ class HybridIndex:
             self._conn.execute("PRAGMA busy_timeout=30000")
             if not fts.schema_ready(self._conn, self.title_weight):
                 self._write(lambda conn: fts.ensure_schema(conn, self.title_weight))
+            if not pending.ready(self._conn):
+                self._write(pending.ensure)
         except sqlite3.DatabaseError as exc:
             raise IndexCorruptError(f"The search index in {paths.meta_db} cannot be opened: {exc}",
                                     hint=REBUILD_HINT) from exc
@@ -154,6 +156,7 @@ class HybridIndex:
         """Write a document's FTS rows inside the caller's transaction; queue its vectors."""
         doc, rows = document_rows(manifest, markdown)
         stale = fts.replace_document(conn, doc, rows)
+        pending.add(conn, [r.chunk_id for r in rows] + list(stale))   # durable: survives a kill before COMMIT
         with self._lock:
             self._pending.update(r.chunk_id for r in rows)
             self._pending.update(stale)
@@ -161,6 +164,7 @@ class HybridIndex:
     def unstage(self, conn: sqlite3.Connection, key: str) -> None:
         """Delete a document's FTS rows inside the caller's transaction; queue the vector deletes."""
         removed = fts.delete_document(conn, key)
+        pending.add(conn, removed)
         with self._lock:
             self._pending.update(removed)
 
@@ -200,6 +204,7 @@ class HybridIndex:
             store.upsert([r.chunk_id for r in batch], vectors, [_metadata(r) for r in batch])
             if progress:
                 progress(min(start + _EMBED_BATCH, len(todo)), len(todo))
+        self._write(lambda conn: pending.remove(conn, ids))
         return {"upserted": len(todo), "deleted": len(gone)}
 
     # ------------------------------------------------------------------ consistency
@@ -226,7 +231,8 @@ class HybridIndex:
                 raise
             store.reset()
             dense_ids = set()
-        missing, extra = lexical_ids - dense_ids - set(skip), dense_ids - lexical_ids
+        queued = self._read(pending.all_ids)        # changed by a process that died before its vectors
+        missing, extra = ((lexical_ids - dense_ids) | (queued & lexical_ids)) - set(skip), dense_ids - lexical_ids
         if limit is not None and len(missing) > limit:
             self._reconciled = False
             raise IndexCorruptError(
@@ -237,6 +243,8 @@ class HybridIndex:
             store.delete_ids(sorted(extra))
         if missing:
             self._sync_ids(missing, progress)
+        if queued:
+            self._write(lambda conn: pending.remove(conn, queued - set(skip)))
         return {"embedded": len(missing), "deleted": len(extra)}
 
     def rebuild(self, corpus: Any = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
@@ -264,7 +272,8 @@ class HybridIndex:
                     skipped.append(bundle_dir.name)
             vectors = self._store()
             self._reconciled = True               # the rebuild below is a full reconcile
-            self._write(lambda conn: (fts.clear(conn), [fts.replace_document(conn, d, r) for d, r in records]))
+            self._write(lambda conn: (fts.clear(conn), pending.clear(conn),
+                                      [fts.replace_document(conn, d, r) for d, r in records]))
             with self._lock:
                 self._pending = set()
             ids = self._read(fts.chunk_ids)
