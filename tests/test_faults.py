@@ -181,7 +181,7 @@ def test_three_processes_saving_syncing_searching_and_rebuilding(demo_template, 
 
     home = tmp_path / "home"
     shutil.copytree(demo_template, home)
-    script = tmp_path / "concurrent.py"
+    script = tmp_path / "fault_worker_concurrent.py"
     script.write_text(CONCURRENT)
     roles = {"saver": 6, "syncer": 3, "searcher": 10, "rebuilder": 1}
     procs = {role: subprocess.Popen([sys.executable, str(script), role, str(home), str(n)],
