@@ -186,3 +186,26 @@ def test_request_bodies_are_not_logged(api, server):
     log = server["log"].read_text()
     assert "zocrates_nb: REST handlers" in log
     assert marker not in log and FAKE_KEY not in log
+
+
+def test_fuzzed_bodies_never_get_a_500(api, server):
+    """Random bodies (bytes, JSON of any shape, known fields with any values) against the real server."""
+    import os as _os
+
+    from hypothesis import HealthCheck, given, settings
+
+    from tests.test_fuzz import rest_bodies
+
+    store = ConfigStore.for_paths(DataPaths(server["data_dir"]))
+
+    @given(body=rest_bodies())
+    @settings(max_examples=int(_os.environ.get("ZOCRATES_FUZZ_EXAMPLES", 60)) // 2, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    def post(body):
+        r = api.post("/zocrates/llm/config", content=body, headers={"Content-Type": "application/json"})
+        assert r.status_code in (200, 400), (r.status_code, body[:200], r.text[:300])
+
+    try:
+        post()
+    finally:
+        store.reset()

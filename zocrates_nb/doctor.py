@@ -63,12 +63,12 @@ def check_leftovers(paths: DataPaths) -> dict[str, Any]:
 def check_locks(paths: DataPaths) -> dict[str, Any]:
     """Lock files are flock()ed: the kernel frees them when their process dies, so a lock held
     through this whole check belongs to a running process (never deleted by doctor)."""
-    from filelock import FileLock, Timeout
+    from .locks import Timeout, file_lock
 
     held = []
     folder = Path(paths.locks)
     for path in sorted(folder.glob("*.lock")) if folder.is_dir() else []:
-        lock = FileLock(str(path), timeout=0.2)
+        lock = file_lock(path, timeout=0.2)
         try:
             with lock:
                 pass

@@ -13,6 +13,15 @@ import re
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+def without_surrogates(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (a valid pair becomes its character)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def clean_text(text: str) -> str:
     """``text`` with lone surrogates → U+FFFD (pairs → their character) and control characters → spaces."""
     if text.isascii():
