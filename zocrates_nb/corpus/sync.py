@@ -136,8 +136,9 @@ class Corpus:
             self._collection_names = snapshot.collection_names()
             paper_titles = {p.key: p.title for p in snapshot.papers}
             state = self.meta.state()
-            repairs = keys_to_rematerialise(check_consistency(self, self.indexer, verify=verify))
-            for key, why in repairs.items():
+            found = check_consistency(self, self.indexer, verify=verify)
+            report.warnings += [("(consistency)", done) for done in drop_orphans(self, self.indexer, found)]
+            for key, why in keys_to_rematerialise(found).items():
                 if key in state:
                     state[key] = ("repair",) + state[key][1:]     # never equal: re-made as "changed"
                     report.warnings.append((key, why))
@@ -168,8 +169,6 @@ class Corpus:
                 for start in range(0, len(work), BATCH):
                     self._apply(work[start:start + BATCH], report)
                     bar.update(len(work[start:start + BATCH]))
-            report.warnings += [("(consistency)", done) for done in
-                                drop_orphans(self, self.indexer, check_consistency(self, self.indexer))]
         report.seconds = time.perf_counter() - started
         if self.events is not None:
             self.events.emit("sync", **report.counts, changed_keys=report.changed_keys[:1000],
