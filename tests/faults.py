@@ -65,7 +65,7 @@ def cli(home: Path, *argv: str, stdin: str | None = None) -> tuple[int, str, str
 def _problems(home: Path) -> list[tuple[str, str]]:
     """(message, hint) for everything the product itself reports as wrong right now."""
     found = []
-    code, out, err = cli(home, "status", "--json")
+    _, out, _ = cli(home, "status", "--json")
     status = json.loads(out)
     for name in ("config_error", "secrets_error"):
         if name in status:
@@ -73,7 +73,7 @@ def _problems(home: Path) -> list[tuple[str, str]]:
     if not status["health"]["ok"]:
         found.append((status["health"]["summary"], status["health"]["summary"]))
     for argv in (("sync",), ("search", QUERIES[0])):
-        code, out, err = cli(home, *argv)
+        code, _, err = cli(home, *argv)
         if code != 0:
             found.append((err, err))
     return found
@@ -92,7 +92,7 @@ def _act(home: Path, message: str, hint: str, log: list[str]) -> None:
     for command in HINT_COMMAND.findall(hint):
         argv = command.split("|")[0].replace("[", "").replace("]", "").split()
         stdin = TEST_KEY + "\n" if "--api-key-stdin" in argv else None
-        code, out, err = cli(home, *argv, stdin=stdin)
+        code, _, _ = cli(home, *argv, stdin=stdin)
         log.append(f"ran `zocrates-nb {command}` → {code}")
         acted = True
         break
@@ -146,7 +146,7 @@ def clean_run(template: Path, library_from: Path, where: Path) -> dict:
     for suffix in ("", "-wal", "-shm"):
         (where / f"demo_library.sqlite{suffix}").unlink(missing_ok=True)
     copy_library(library_from, where / "demo_library.sqlite")
-    code, out, err = cli(where, "sync")
+    code, _, err = cli(where, "sync")
     assert code == 0, err
     return state(where)
 

@@ -25,7 +25,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import clean_run, cli, count_from_env, damage, follow_recovery, seed_from_env, state
+from tests.faults import (
+    clean_run,
+    cli,
+    count_from_env,
+    damage,
+    follow_recovery,
+    seed_from_env,
+    state,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = seed_from_env()
@@ -119,7 +127,7 @@ HOW = ("truncate", "header", "middle", "delete")
 
 
 def _first_note(home: Path) -> str:
-    return sorted(p.name for p in (home / "corpus").iterdir() if not p.name.startswith("."))[0]
+    return min(p.name for p in (home / "corpus").iterdir() if not p.name.startswith("."))
 
 
 def _corruption_cases() -> list[tuple[str, str]]:

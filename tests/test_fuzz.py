@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from zocrates_nb.errors import QueryError, ZocratesError
 
-EXAMPLES = int(os.environ.get("ZOCRATES_FUZZ_EXAMPLES", 60))
+EXAMPLES = int(os.environ.get("ZOCRATES_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=200)   # surrogates included

@@ -82,10 +82,15 @@ def _damage(path: Path, how: str) -> None:
         data[0:100] = os.urandom(100)
     elif how == "truncate":
         data = data[: len(data) // 3]
-    elif how == "middle":
-        page = 4096
-        middle = (len(data) // page // 2) * page
-        data[middle:middle + page] = os.urandom(page)
+    elif how == "middle":                         # a page in use (a freelist page would be no damage)
+        import sqlite3
+
+        conn = sqlite3.connect(path)
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'documents'").fetchone()[0]
+        conn.close()
+        start = (root - 1) * page
+        data[start:start + page] = os.urandom(page)
     path.write_bytes(bytes(data))
 
 

@@ -20,10 +20,17 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
-EXAMPLES = int(os.environ.get("ZOCRATES_STATEFUL_EXAMPLES", 3))
-STEPS = int(os.environ.get("ZOCRATES_STATEFUL_STEPS", 12))
+EXAMPLES = int(os.environ.get("ZOCRATES_STATEFUL_EXAMPLES", "3"))
+STEPS = int(os.environ.get("ZOCRATES_STATEFUL_STEPS", "12"))
 WORDS = st.lists(st.sampled_from(["wombat", "ledger", "quokka", "burrow", "spines", "tidal", "marsh",
                                   "lantern", "copper", "meadow"]), min_size=1, max_size=4).map(" ".join)
 STATS = {"steps": 0, "examples": 0}

@@ -112,7 +112,8 @@ def quick_health(paths: DataPaths) -> dict[str, Any]:
     """The cheap checks (no ChromaDB, no model): what ``status`` shows as one line."""
     findings = [check_meta_db(paths), check_leftovers(paths), check_file_modes(paths)]
     problems = [f"{f['check']}: {f['detail']}" for f in findings if not f["ok"]]
-    summary = ("ok" if not problems else
+    repaired = [f["detail"].split("; ", 1)[1] for f in findings if f["ok"] and "moved aside earlier" in f["detail"]]
+    summary = (("ok" + (f" ({repaired[0]}, and re-created)" if repaired else "")) if not problems else
                f"{len(problems)} problem(s): {problems[0]}" + (" …" if len(problems) > 1 else "")
                + " — run `zocrates-nb doctor --repair`")
     return {"ok": not problems, "problems": problems, "summary": summary}

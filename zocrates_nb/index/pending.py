@@ -11,7 +11,7 @@ vectors are stored, makes "vectors follow FTS" survive any crash.
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterable
+from collections.abc import Iterable
 
 _TABLE = "vector_pending"
 _BATCH = 500
