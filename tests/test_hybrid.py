@@ -285,7 +285,7 @@ def test_rebuild_from_bundles_alone(data_dir, embedder):
     idx = HybridIndex(paths, {}, embedder=embedder)
     with pytest.raises(IndexCorruptError, match="empty although the corpus"):
         idx.search("Visium")                                 # FTS lost, bundles present → detected
-    assert idx.rebuild() == {"documents": 3, "chunks": idx.stats()["chunks"]}
+    assert idx.rebuild() == {"documents": 3, "chunks": idx.stats()["chunks"], "skipped": []}
     assert idx.search("Visium deconvolution")[0].key == "NOTE2222"
     assert idx.stats()["vectors"] == idx.stats()["chunks"]
     idx.integrity_check()

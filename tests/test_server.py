@@ -135,6 +135,19 @@ def test_invalid_json_body_is_400(api):
     assert r.status_code == 400 and "not valid JSON" in r.json()["message"]
 
 
+@pytest.mark.parametrize(("body", "match"), [
+    (b"[" * 50_000 + b"]" * 50_000, "nested too deeply"),
+    (b'{"model": "\\ud800"}', "invalid Unicode"),
+    (b'{"model": "' + b"x" * 400_000 + b'"}', "at most"),
+])
+def test_hostile_bodies_are_400_not_500(api, server, body, match):
+    """Issue 10 failure 6: a RecursionError and a UnicodeEncodeError used to surface as 500."""
+    r = api.post("/zocrates/llm/config", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 400, r.text[:300]
+    assert match in r.json()["message"]
+    assert api.get("/zocrates/status").status_code == 200
+
+
 def test_unauthenticated_requests_are_refused(server):
     with httpx.Client(base_url=server["base"], timeout=30) as anon:
         assert anon.get("/zocrates/status").status_code in (401, 403)
@@ -167,3 +180,26 @@ def test_request_bodies_are_not_logged(api, server):
     log = server["log"].read_text()
     assert "zocrates_nb: REST handlers" in log
     assert marker not in log and FAKE_KEY not in log
+
+
+def test_fuzzed_bodies_never_get_a_500(api, server):
+    """Random bodies (bytes, JSON of any shape, known fields with any values) against the real server."""
+    import os as _os
+
+    from hypothesis import HealthCheck, given, settings
+
+    from tests.test_fuzz import rest_bodies
+
+    store = ConfigStore.for_paths(DataPaths(server["data_dir"]))
+
+    @given(body=rest_bodies())
+    @settings(max_examples=int(_os.environ.get("ZOCRATES_FUZZ_EXAMPLES", 60)) // 2, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    def post(body):
+        r = api.post("/zocrates/llm/config", content=body, headers={"Content-Type": "application/json"})
+        assert r.status_code in (200, 400), (r.status_code, body[:200], r.text[:300])
+
+    try:
+        post()
+    finally:
+        store.reset()

@@ -58,7 +58,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     _remember_source(args)
     wb = _workbench(args, auto_sync=False)
     try:
-        report = wb.sync(progress=False if args.json else None)
+        report = wb.sync(progress=False if args.json else None, verify=args.verify)
         if args.json:
             payload = report.to_dict()
             if args.list:
@@ -82,6 +82,7 @@ def _add_sync_parser(sub, common) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--list", action="store_true", help="also list every note the corpus now holds")
     p.add_argument("--strict", action="store_true", help="exit 1 when any item failed to convert")
+    p.add_argument("--verify", action="store_true", help="also check every bundle's content hash and re-make damaged ones")
     p.set_defaults(func=cmd_sync)
 
 
@@ -231,7 +232,9 @@ def _add_eval_parser(sub, common) -> None:
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     wb = _workbench(args, auto_sync=False)
     try:
-        stats = wb.index.rebuild(wb.corpus)
+        from zocrates_nb.corpus.repair import rebuild_and_repair
+
+        stats = rebuild_and_repair(wb.corpus, wb.index)
         print(json.dumps(stats, default=str) if args.json else f"rebuilt the index from the corpus: {stats}")
         return EXIT_OK
     finally:

@@ -98,6 +98,9 @@ def collect_status(paths: "DataPaths") -> dict[str, Any]:
     from zocrates_nb.outbox import Outbox
 
     status["outbox"] = Outbox.for_paths(paths).counts()   # saved notes not in Zotero / not synced down yet
+    from zocrates_nb.doctor import quick_health
+
+    status["health"] = quick_health(paths)
     return status
 
 
@@ -129,6 +132,8 @@ def format_status(status: dict[str, Any]) -> str:
         lines.append(f"outbox         : {outbox['outbox']} saved notes not yet in Zotero — `zocrates-nb outbox list`")
     if outbox.get("waiting"):
         lines.append(f"outbox         : {outbox['waiting']} saved notes waiting for Zotero to sync")
+    if "health" in status:
+        lines.append(f"health         : {status['health']['summary']}")
     for problem in ("config_error", "secrets_error"):
         if problem in status:
             lines.append(f"PROBLEM        : {status[problem]['message']}\n  → {status[problem]['hint']}")

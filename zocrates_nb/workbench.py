@@ -73,6 +73,7 @@ class Workbench:
         self.events = EventLog(self.paths.diagnostics)
         self.source = self._with_pending(source or self._open_source(zotero_sqlite, zotero_dir))
         self._lock = threading.RLock()
+        self._heal_meta_db()
         if auto_sync and self._needs_first_sync():
             self.sync(progress=progress)
 
@@ -141,12 +142,39 @@ class Workbench:
     def _needs_first_sync(self) -> bool:
         return not self.paths.meta_db.exists() or self.corpus.meta.count() == 0
 
+    def _heal_meta_db(self) -> bool:
+        """A damaged conversion_meta.db is moved aside and re-made from the bundles (corpus/repair.py)."""
+        from .corpus.repair import heal_meta_db, meta_db_problem, restore_from_bundles
+
+        if meta_db_problem(self.paths.meta_db) is None:
+            return False
+        for name in ("tools", "coordinator", "corpus", "index"):    # close before the file moves
+            obj = self.__dict__.pop(name, None)
+            if obj is not None and hasattr(obj, "close"):
+                obj.close()
+        heal_meta_db(self.paths, self.events)
+        restore_from_bundles(self.corpus, self.index)
+        return True
+
     # -- the main verbs -------------------------------------------------
-    def sync(self, progress: bool | None = None):
-        """Bring the corpus and indexes in line with the library; returns a SyncReport."""
+    def sync(self, progress: bool | None = None, verify: bool = False):
+        """Bring the corpus and indexes in line with the library; returns a SyncReport.
+
+        ``verify=True`` also checks every bundle's content hash. A database error met on
+        the way is checked with ``PRAGMA quick_check``; real damage is repaired and the
+        sync run once more."""
+        import sqlite3
+
+        from .errors import IndexCorruptError
+
         with self._lock:
             self._push_outbox_quietly()
-            return self.corpus.sync(progress=progress)
+            try:
+                return self.corpus.sync(progress=progress, verify=verify)
+            except (sqlite3.DatabaseError, IndexCorruptError):
+                if not self._heal_meta_db():
+                    raise
+                return self.corpus.sync(progress=progress, verify=verify)
 
     def _push_outbox_quietly(self) -> None:
         """On sync, send what waits in the outbox (a closed door only leaves it there, with the reason)."""
@@ -330,7 +358,7 @@ class Workbench:
         return status
 
     def close(self) -> None:
-        for name in ("index",):
+        for name in ("index", "corpus"):
             obj = self.__dict__.get(name)
             if obj is not None and hasattr(obj, "close"):
                 obj.close()

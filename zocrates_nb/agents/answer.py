@@ -37,6 +37,34 @@ def inert_markdown(markdown: str) -> str:
     return "".join(out)
 
 
+_LINK_RE = re.compile(r"(?<!\\)\[(?P<text>[^\]\n]*)\]\(\s*(?P<url><[^>\n]*>|[^\s)]*(?:\([^\s)]*\)[^\s)]*)*)"
+                      r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*\)")
+_REF_DEF_RE = re.compile(r"^(?P<lead> {0,3}\[[^\]\n]+\]:)[ \t]*(?P<url><[^>\n]*>|\S+).*$", re.MULTILINE)
+_SAFE_SCHEMES = ("http:", "https:", "mailto:")
+
+
+def _safe_url(url: str) -> bool:
+    """Only web and mail links, or links without a scheme: entities are decoded and control
+    characters dropped first, as a Markdown renderer would (``java&#115;cript:`` is javascript)."""
+    import html as html_lib
+
+    plain = html_lib.unescape(url.strip("<>"))
+    plain = "".join(ch for ch in plain if ch > " " and ch != "\x7f").lower()
+    scheme_end = plain.find(":")
+    if scheme_end == -1 or any(ch in plain[:scheme_end] for ch in "/?#"):
+        return True
+    return plain.startswith(_SAFE_SCHEMES)
+
+
+def safe_links(markdown: str) -> str:
+    """Markdown whose links all go to http(s)/mailto (or nowhere): ``[x](javascript:…)`` → ``x``.
+
+    Why: JupyterLab renders a trusted output's Markdown links as live anchors, and link text and
+    targets can come from note text an attacker wrote (the same rule ``sanitize_html`` applies)."""
+    text = _LINK_RE.sub(lambda m: m.group(0) if _safe_url(m.group("url")) else m.group("text"), markdown)
+    return _REF_DEF_RE.sub(lambda m: m.group(0) if _safe_url(m.group("url")) else m.group("lead") + " #", text)
+
+
 def without_remote_images(markdown: str) -> str:
     """Turn Markdown/HTML images into plain links so nothing is fetched when the answer is displayed."""
     text = _REMOTE_IMAGE_RE.sub(lambda m: f"[image: {m.group('alt') or 'untitled'}]({m.group('url')})", markdown)
@@ -125,7 +153,7 @@ class Answer:
             lines.append("\n**Sources**\n")
             lines += [f"- {c.title} ({c.citation})" if c.citation and c.citation != c.title else f"- {c.title}"
                       for c in self.citations]
-        return inert_markdown(without_remote_images("\n".join(lines)))
+        return inert_markdown(safe_links(without_remote_images("\n".join(lines))))
 
     def _repr_html_(self) -> str:
         from ..widgets.render import render_answer  # sanitizes through zocrates_nb.sanitize

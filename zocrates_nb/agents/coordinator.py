@@ -112,7 +112,9 @@ class Coordinator:
     def _check_question(self, question: str) -> tuple[str, list[str]]:
         if not isinstance(question, str) or not question.strip():
             raise QueryError("The question is empty.", "type a question, e.g. ask(\"What do my notes say about …?\")")
-        question = question.strip()
+        from ..textnorm import clean_text
+
+        question = clean_text(question).strip()       # lone surrogates would crash tokenizer and HTTP client
         if len(question) > MAX_QUESTION_CHARS:
             return question[:MAX_QUESTION_CHARS], [f"The question was cut to its first {MAX_QUESTION_CHARS} characters."]
         return question, []

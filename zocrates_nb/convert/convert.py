@@ -62,7 +62,10 @@ def sha256_text(text: str | bytes) -> str:
 def decode_html(html: str | bytes | bytearray | memoryview) -> tuple[str, list[str]]:
     """Return the note's text and any decoding warnings; raise ConversionError for non-text."""
     if isinstance(html, str):
-        return html, []
+        from ..textnorm import without_surrogates
+
+        fixed = without_surrogates(html)     # lone surrogates (a JSON "\\ud800") would crash the parser
+        return fixed, ([] if fixed is html else ["invalid Unicode (lone surrogates) replaced with U+FFFD"])
     if isinstance(html, (bytearray, memoryview)):
         html = bytes(html)
     if not isinstance(html, bytes):

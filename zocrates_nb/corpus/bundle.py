@@ -241,7 +241,7 @@ def read_bundle(bundle_dir: Path) -> tuple[dict, str]:
         expected = manifest.get("content_sha256")
         if expected and expected != content_sha256(markdown):
             raise BundleError(f"bundle {bundle_dir.name}: content.md does not match okf.json",
-                              "Run `zocrates-nb sync` to re-materialise it.")
+                              "Run `zocrates-nb sync --verify` to re-materialise it.")
         return manifest, markdown
 
     try:

@@ -95,8 +95,8 @@ class MetaDB:
             self._reader = self._connect(busy_timeout_ms)
         except sqlite3.DatabaseError as err:
             raise IndexCorruptError(f"{self.path.name} could not be opened: {err}",
-                                    f"Delete {self.path} and run `zocrates-nb sync` to rebuild it "
-                                    "(your Zotero library is not touched).") from err
+                                    "Run `zocrates-nb doctor --repair`: it moves the damaged file aside and "
+                                    "re-creates it from the bundles (your Zotero library is not touched).") from err
 
     def _connect(self, busy_timeout_ms: int) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False,

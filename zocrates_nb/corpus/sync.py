@@ -28,7 +28,7 @@ from typing import Any, Iterator, Protocol, Sequence
 
 from ..convert.convert import CONVERTER_VERSION, ConvertedNote, convert_note, convert_paper, paper_source_hash, sha256_text
 from ..errors import ConversionError, NotFoundError
-from ..locks import file_lock
+from ..locks import corpus_lock
 from ..progress import ProgressReporter
 from .bundle import (MANIFEST, BundleError, PreparedBundle, note_manifest, paper_manifest, prepare_bundle,
                      read_bundle, read_manifest, remove_bundle, sweep_temporary)
@@ -122,16 +122,27 @@ class Corpus:
         sweep_temporary(self.corpus_dir)
 
     # ------------------------------------------------------------------ sync
-    def sync(self, progress: bool | None = None) -> SyncReport:
-        """Bring bundles, meta rows and index rows in line with the source; never stops at one bad note."""
+    def sync(self, progress: bool | None = None, verify: bool = False) -> SyncReport:
+        """Bring bundles, meta rows and index rows in line with the source; never stops at one bad note.
+
+        Every sync also checks (cheaply) that bundles, meta rows and index rows agree and re-makes
+        what disagrees (``corpus/repair.py``); ``verify=True`` also checks every bundle's hash."""
+        from .repair import check_consistency, drop_orphans, keys_to_rematerialise
+
         started = time.perf_counter()
         report = SyncReport()
-        with file_lock(Path(self.paths.locks) / "corpus-sync.lock", timeout=600):
+        with corpus_lock(self.paths.locks):
             snapshot = self.source.snapshot()
             self._collection_names = snapshot.collection_names()
             paper_titles = {p.key: p.title for p in snapshot.papers}
             papers_by_key = {p.key: p for p in snapshot.papers}
             state = self.meta.state()
+            found = check_consistency(self, self.indexer, verify=verify)
+            report.warnings += [("(consistency)", done) for done in drop_orphans(self, self.indexer, found)]
+            for key, why in keys_to_rematerialise(found).items():
+                if key in state:
+                    state[key] = ("repair",) + state[key][1:]     # never equal: re-made as "changed"
+                    report.warnings.append((key, why))
             work: list[_Work] = []
             seen: set[str] = set()
             for key, reason in snapshot.failures:
@@ -282,7 +293,7 @@ class Corpus:
         item = _Work(kind, record, digest, context, _hash_json(context), previous is None)
         converted, manifest, bundle = self._prepare(item)
         try:
-            with self.meta.write() as conn:
+            with corpus_lock(self.paths.locks), self.meta.write() as conn:   # excludes a concurrent rebuild
                 self._commit_one(conn, item, manifest, converted.markdown, bundle)
         finally:
             bundle.discard()

@@ -12,6 +12,7 @@ columns, and a field of the wrong type becomes NULL instead of losing the event.
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -148,6 +149,8 @@ class Diagnostics:
         self._con = duckdb.connect(":memory:")
         self._con.execute("SET TimeZone = 'UTC'")
         self._mutex = threading.Lock()  # one DuckDB connection: serialise the views
+        self.skipped_lines = 0          # lines that were JSON but not an object (counted on each read)
+        self._scratch: tempfile.TemporaryDirectory | None = None
 
     def __repr__(self) -> str:
         return f"Diagnostics({str(self.directory)!r})"
@@ -158,11 +161,32 @@ class Diagnostics:
             return []
         return sorted(p for p in self.directory.glob("*.jsonl") if p.is_file() and p.stat().st_size > 0)
 
+    def _readable_files(self) -> list[str]:
+        """The segments, each with only its object lines: a line that is valid JSON but not an object
+        (``[1, 2]``, ``42``) would turn DuckDB's whole schema into one ``json`` column, so it is
+        left out of a scratch copy and counted in ``skipped_lines`` (torn lines DuckDB skips itself)."""
+        files, skipped = [], 0
+        for path in self.segments():
+            data = path.read_bytes()
+            lines = data.split(b"\n")
+            keep = [line for line in lines if not line.strip() or line.lstrip()[:1] == b"{"]
+            if len(keep) == len(lines):
+                files.append(str(path))
+                continue
+            skipped += len(lines) - len(keep)
+            if self._scratch is None:
+                self._scratch = tempfile.TemporaryDirectory(prefix="zocrates-diag-")
+            copy = Path(self._scratch.name) / path.name
+            copy.write_bytes(b"\n".join(keep))
+            files.append(str(copy))
+        self.skipped_lines = skipped
+        return files
+
     def _load(self) -> None:
         """(Re)build the typed in-memory table ``ev`` from all segments."""
         columns = ", ".join(f'"{name}" {sql_type}' for name, sql_type in SCHEMA.items())
         self._con.execute(f"CREATE OR REPLACE TEMP TABLE ev ({columns})")
-        files = [str(p) for p in self.segments()]
+        files = self._readable_files()
         if files:
             self._con.execute(
                 "INSERT INTO ev SELECT * FROM read_json($files, format = 'newline_delimited', "
@@ -184,7 +208,7 @@ class Diagnostics:
     def events(self, kind: str | None = None) -> pd.DataFrame:
         """All events (every field any event carries), oldest first; ``kind`` filters."""
         with self._mutex:
-            files = [str(p) for p in self.segments()]
+            files = self._readable_files()
             if not files:
                 return pd.DataFrame({name: pd.Series(dtype="object") for name in ("ts", "kind", "session")})
             try:
@@ -239,3 +263,5 @@ class Diagnostics:
 
     def close(self) -> None:
         self._con.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from zocrates_nb.errors import ConfigError, IndexCorruptError, QueryError, ZocratesError
-from zocrates_nb.index import fts
+from zocrates_nb.index import fts, pending
 from zocrates_nb.index.fusion import (INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, PAPER_WINDOW, PARENT_SHARE, fuse,
                                       inherit_from_parents, keep_best_paper, lane_weight_for)
 from zocrates_nb.index.lexical import DocumentFrequencies, lexical_search
@@ -95,6 +95,8 @@ class HybridIndex:
             self._conn.execute("PRAGMA busy_timeout=30000")
             if not fts.schema_ready(self._conn, self.title_weight):
                 self._write(lambda conn: fts.ensure_schema(conn, self.title_weight))
+            if not pending.ready(self._conn):
+                self._write(pending.ensure)
         except sqlite3.DatabaseError as exc:
             raise IndexCorruptError(f"The search index in {paths.meta_db} cannot be opened: {exc}",
                                     hint=REBUILD_HINT) from exc
@@ -167,6 +169,7 @@ class HybridIndex:
         """Write a document's FTS rows inside the caller's transaction; queue its vectors."""
         doc, rows = document_rows(manifest, markdown, _count_tokens())
         stale = fts.replace_document(conn, doc, rows)
+        pending.add(conn, [r.chunk_id for r in rows] + list(stale))   # durable: survives a kill before COMMIT
         with self._lock:
             self._pending.update(r.chunk_id for r in rows)
             self._pending.update(stale)
@@ -174,6 +177,7 @@ class HybridIndex:
     def unstage(self, conn: sqlite3.Connection, key: str) -> None:
         """Delete a document's FTS rows inside the caller's transaction; queue the vector deletes."""
         removed = fts.delete_document(conn, key)
+        pending.add(conn, removed)
         with self._lock:
             self._pending.update(removed)
 
@@ -213,6 +217,7 @@ class HybridIndex:
             store.upsert([r.chunk_id for r in batch], vectors, [_metadata(r) for r in batch])
             if progress:
                 progress(min(start + _EMBED_BATCH, len(todo)), len(todo))
+        self._write(lambda conn: pending.remove(conn, ids))
         return {"upserted": len(todo), "deleted": len(gone)}
 
     # ------------------------------------------------------------------ consistency
@@ -239,7 +244,8 @@ class HybridIndex:
                 raise
             store.reset()
             dense_ids = set()
-        missing, extra = lexical_ids - dense_ids - set(skip), dense_ids - lexical_ids
+        queued = self._read(pending.all_ids)        # changed by a process that died before its vectors
+        missing, extra = ((lexical_ids - dense_ids) | (queued & lexical_ids)) - set(skip), dense_ids - lexical_ids
         if limit is not None and len(missing) > limit:
             self._reconciled = False
             raise IndexCorruptError(
@@ -250,25 +256,49 @@ class HybridIndex:
             store.delete_ids(sorted(extra))
         if missing:
             self._sync_ids(missing, progress)
+        if queued:
+            self._write(lambda conn: pending.remove(conn, queued - set(skip)))
         return {"embedded": len(missing), "deleted": len(extra)}
 
-    def rebuild(self, corpus: Any = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
-        """Re-create FTS rows and vectors from the OKF bundles alone (no library access)."""
-        from zocrates_nb.corpus.bundle import read_manifest, read_markdown
+    def rebuild(self, corpus: Any = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Re-create FTS rows and vectors from the OKF bundles alone (no library access).
+
+        Holds the data directory's writer lock (``locks.corpus_lock``), so no save or sync lands
+        between listing the bundles and swapping the rows in. The FTS rows are replaced in ONE
+        transaction (readers see the old index until COMMIT, then the new one); vectors are
+        upserted in place and extras deleted, so dense search keeps working while it runs. A
+        bundle that does not verify is skipped and named in ``skipped`` (``zocrates-nb index
+        rebuild`` then re-makes it from the library) instead of aborting the whole rebuild.
+        """
+        from zocrates_nb.corpus.bundle import read_bundle
+        from zocrates_nb.locks import corpus_lock
 
         root = Path(getattr(getattr(corpus, "paths", None), "corpus", None) or self.paths.corpus)
-        bundles = sorted(p for p in root.iterdir() if (p / "okf.json").is_file()) if root.is_dir() else []
-        records = [document_rows(read_manifest(b), read_markdown(b), _count_tokens()) for b in bundles]
-        vectors = self._store()
-        self._reconciled = True                   # no point reconciling a store we are about to reset
-        self._write(lambda conn: (fts.clear(conn), [fts.replace_document(conn, d, r) for d, r in records]))
-        vectors.reset()
-        with self._lock:
-            self._pending = set()
-        ids = self._read(fts.chunk_ids)
-        self._sync_ids(ids, progress)
-        self._reconciled = True
-        return {"documents": len(records), "chunks": len(ids)}
+        with corpus_lock(self.paths.locks):
+            bundles = sorted(p for p in root.iterdir() if (p / "okf.json").is_file()
+                             and not p.name.startswith(".")) if root.is_dir() else []
+            records, skipped = [], []
+            for bundle_dir in bundles:
+                try:
+                    records.append(document_rows(*read_bundle(bundle_dir), _count_tokens()))
+                except (ZocratesError, KeyError, TypeError, ValueError):
+                    skipped.append(bundle_dir.name)
+            vectors = self._store()
+            self._reconciled = True               # the rebuild below is a full reconcile
+            self._write(lambda conn: (fts.clear(conn), pending.clear(conn),
+                                      [fts.replace_document(conn, d, r) for d, r in records]))
+            with self._lock:
+                self._pending = set()
+            ids = self._read(fts.chunk_ids)
+            try:
+                extra = set(vectors.all_ids()) - ids
+            except IndexCorruptError:
+                vectors.reset()                   # a damaged vector store is derived data: start afresh
+                extra = set()
+            if extra:
+                vectors.delete_ids(sorted(extra))
+            self._sync_ids(ids, progress)
+        return {"documents": len(records), "chunks": len(ids), "skipped": skipped}
 
     def index_records(self, records: Sequence[tuple[fts.DocumentRow, Sequence[fts.ChunkRow]]], *,
                       vectors: bool = True, progress: Callable[[int, int], None] | None = None) -> None:

@@ -112,7 +112,9 @@ def prepare_query(query: Any) -> tuple[str, str | None]:
     if not isinstance(query, str):
         raise QueryError(f"A search query must be text, not {type(query).__name__}.",
                          hint='Pass a string, e.g. search_corpus("cell-type deconvolution").')
-    text = " ".join(query.split())
+    from zocrates_nb.textnorm import clean_text
+
+    text = " ".join(clean_text(query).split())      # invalid code points would crash the retrievers
     if not text:
         raise QueryError("The search query is empty.", hint="Type a few words describing what you look for.")
     if len(text) <= MAX_QUERY_CHARS:

@@ -197,7 +197,8 @@ def _is_locked_error(exc: BaseException) -> bool:
 
 
 _CORRUPT_MARKERS = ("hnsw", "segment", "not a database", "malformed", "no such table", "disk image",
-                    "unable to open database", "error loading", "corrupt", "no such file", "migration")
+                    "unable to open database", "error loading", "corrupt", "no such file", "migration",
+                    "log store", "compactor")
 
 
 def _looks_corrupt(exc: BaseException) -> bool:

@@ -135,3 +135,38 @@ class LibrarySource(Protocol):
     def update_note(self, key: str, html: str) -> Note: ...
 
     def close(self) -> None: ...
+
+
+#: what a key from any source must look like before it names a folder (the bundle key rule)
+SAFE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def is_safe_key(key: object) -> bool:
+    """True for keys that can name a folder (``corpus/<key>``, ``storage/<key>``) without escaping it."""
+    return isinstance(key, str) and bool(SAFE_KEY_RE.match(key))
+
+
+def with_valid_keys(snapshot: LibrarySnapshot) -> LibrarySnapshot:
+    """The snapshot without items whose key breaks Zotero's key rule; each becomes a failure.
+
+    Why at the boundary: keys name folders (``corpus/<key>``, ``storage/<key>``), so a crafted
+    database must not smuggle ``../`` into a path. Every source's snapshot passes through here.
+    """
+    from dataclasses import replace
+
+    bad: list[tuple[str, str]] = []
+
+    def keep(item) -> bool:
+        if is_safe_key(item.key):
+            return True
+        bad.append((repr(item.key)[:40], "refused: not a valid key (letters, digits, _ and - only)"))
+        return False
+
+    papers = tuple(p for p in snapshot.papers if keep(p))
+    notes = tuple(n for n in snapshot.notes if keep(n))
+    collections = tuple(c for c in snapshot.collections if keep(c))
+    if not bad:
+        return snapshot
+    return replace(snapshot, papers=papers, notes=notes, collections=collections,
+                   failures=tuple(snapshot.failures) + tuple(bad))
+

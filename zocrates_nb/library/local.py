@@ -200,30 +200,45 @@ class DemoLibrary:
     def describe(self) -> str:
         return f"demo library ({self.db_path})"
 
+    def _damaged(self, exc: sqlite3.DatabaseError) -> LibraryError:
+        """A damaged demo library is reported (never read as "empty": that would remove every note)."""
+        return LibraryError(f"The demo library {self.db_path} is damaged: {exc}",
+                            "Delete the file to re-create the demo library (your own demo notes are lost), "
+                            "or choose another data directory.")
+
     def snapshot(self) -> LibrarySnapshot:
         with self._lock:
-            self._conn.execute("BEGIN")      # one consistent read across the three tables
             try:
-                notes = tuple(_note_row(r) for r in self._conn.execute(_VISIBLE_NOTE + " ORDER BY n.key"))
-                papers = tuple(_paper_row(r) for r in self._conn.execute(
-                    f"SELECT {_PAPER_COLS} FROM papers WHERE deleted = 0 ORDER BY key"))
-                collections = tuple(Collection(k, n, p) for k, n, p in self._conn.execute(
-                    "SELECT key, name, parent_key FROM collections ORDER BY key"))
-                row = self._conn.execute("SELECT value FROM meta WHERE key='library_version'").fetchone()
-            finally:
-                self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN")      # one consistent read across the three tables
+                try:
+                    notes = tuple(_note_row(r) for r in self._conn.execute(_VISIBLE_NOTE + " ORDER BY n.key"))
+                    papers = tuple(_paper_row(r) for r in self._conn.execute(
+                        f"SELECT {_PAPER_COLS} FROM papers WHERE deleted = 0 ORDER BY key"))
+                    collections = tuple(Collection(k, n, p) for k, n, p in self._conn.execute(
+                        "SELECT key, name, parent_key FROM collections ORDER BY key"))
+                    row = self._conn.execute("SELECT value FROM meta WHERE key='library_version'").fetchone()
+                finally:
+                    self._conn.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from exc
         return LibrarySnapshot(papers=papers, notes=notes, collections=collections,
                                version=int(row[0]) if row else 0)
 
     def get_note(self, key: str) -> Note | None:
-        with self._lock:
-            row = self._conn.execute(_VISIBLE_NOTE + " AND n.key = ?", (key,)).fetchone()
+        try:
+            with self._lock:
+                row = self._conn.execute(_VISIBLE_NOTE + " AND n.key = ?", (key,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from exc
         return _note_row(row) if row else None
 
     def get_paper(self, key: str) -> Paper | None:
-        with self._lock:
-            row = self._conn.execute(f"SELECT {_PAPER_COLS} FROM papers WHERE key = ? AND deleted = 0",
-                                     (key,)).fetchone()
+        try:
+            with self._lock:
+                row = self._conn.execute(f"SELECT {_PAPER_COLS} FROM papers WHERE key = ? AND deleted = 0",
+                                         (key,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from exc
         return _paper_row(row) if row else None
 
     # -- writes ---------------------------------------------------------

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import LibraryError, LibraryLockedError, LibraryReadOnlyError
-from .base import Collection, LibrarySnapshot, Note, Paper
+from .base import Collection, LibrarySnapshot, Note, Paper, is_safe_key, with_valid_keys
 
 _WRAPPER_RE = re.compile(r'^<div class="zotero-note znv[0-9]+">')
 _MULTIPART_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) (.*)$", re.S)
@@ -225,6 +225,9 @@ class ZoteroDesktopLibrary:
     def _fulltext_for(self, attachment_keys: Sequence[str], failures: list) -> str | None:
         texts = []
         for att_key in attachment_keys:
+            if not is_safe_key(att_key):        # a crafted key must not name a path outside storage/
+                failures.append((repr(att_key)[:40], "attachment refused: not a valid Zotero key"))
+                continue
             path = self.storage_dir / att_key / ".zotero-ft-cache"
             try:
                 st = path.stat()
@@ -284,8 +287,9 @@ class _SnapshotReader:
         notes = self._notes(lib_id, version_col, trashed, item_colls)
         papers = self._papers(lib_id, version_col, trashed, item_colls, keys, failures)
         conn.execute("COMMIT")
-        return LibrarySnapshot(papers=tuple(papers), notes=tuple(notes), collections=tuple(collections),
-                               version=lib_version, failures=tuple(failures))
+        return with_valid_keys(LibrarySnapshot(papers=tuple(papers), notes=tuple(notes),
+                                               collections=tuple(collections), version=lib_version,
+                                               failures=tuple(failures)))
 
     def _library(self) -> tuple[int, int | None]:
         lib_cols = self.columns("libraries") if "libraries" in self.tables else set()

@@ -36,7 +36,7 @@ from pyzotero import errors as ze
 
 from ..errors import LibraryError, NotFoundError
 from ..sqlite_tx import immediate_transaction
-from .base import Collection, LibrarySnapshot, Note, Paper, check_note_html
+from .base import Collection, LibrarySnapshot, Note, Paper, check_note_html, with_valid_keys
 
 WEB_API = "https://api.zotero.org"
 LOCAL_API = "http://localhost:23119/api"
@@ -264,8 +264,8 @@ class ZoteroWebLibrary:
                 version = self._cached_version()
             finally:
                 self._db.execute("COMMIT")
-        return LibrarySnapshot(papers=papers, notes=notes, collections=collections, version=version,
-                               failures=failures)
+        return with_valid_keys(LibrarySnapshot(papers=papers, notes=notes, collections=collections,
+                                               version=version, failures=failures))
 
     def get_note(self, key: str) -> Note | None:
         with self._lock:

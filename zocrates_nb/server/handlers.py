@@ -23,6 +23,29 @@ from zocrates_nb.paths import DataPaths
 from zocrates_nb.status import collect_status
 
 ACCEPTED_FIELDS = (*LLM_FIELDS, "user_research_profile")
+#: the largest body accepted: a profile is at most a few thousand characters, settings are short
+MAX_BODY_BYTES = 256 * 1024
+_MAX_DEPTH = 32
+
+
+def _refuse_unsafe_values(value: Any, depth: int = 0) -> None:
+    """Refuse nesting deeper than any setting has, and text that cannot be written as UTF-8."""
+    if depth > _MAX_DEPTH:
+        raise ValidationError("The request body is nested too deeply.",
+                              hint="Send a flat JSON object such as {\"model\": \"...\"}.")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("A value contains invalid Unicode (a lone surrogate such as \\ud800).",
+                                  hint="Send text made of valid Unicode characters.") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_unsafe_values(key, depth + 1)
+            _refuse_unsafe_values(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _refuse_unsafe_values(item, depth + 1)
 
 
 def parse_llm_config_body(body: bytes) -> dict[str, Any]:
@@ -30,11 +53,18 @@ def parse_llm_config_body(body: bytes) -> dict[str, Any]:
 
     Messages name fields, never values: a value could be a secret.
     """
+    if len(body) > MAX_BODY_BYTES:
+        raise ValidationError(f"The request body is {len(body):,} bytes; at most {MAX_BODY_BYTES:,} are accepted.",
+                              hint="Send only the settings to change.")
     try:
         payload = json.loads(body.decode("utf-8")) if body.strip() else None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise ValidationError("The request body is not valid JSON.",
                               hint="Send a JSON object such as {\"base_url\": \"...\", \"model\": \"...\"}.") from None
+    except RecursionError:
+        raise ValidationError("The request body is nested too deeply.",
+                              hint="Send a flat JSON object such as {\"model\": \"...\"}.") from None
+    _refuse_unsafe_values(payload)
     if not isinstance(payload, dict) or not payload:
         raise ValidationError("The request body must be a non-empty JSON object.",
                               hint=f"Accepted fields: {', '.join(ACCEPTED_FIELDS)}.")
