@@ -259,10 +259,15 @@ _OPEN_LOCK = threading.Lock()
 
 
 def open_workbench(data_dir: str | Path | None = None, **kwargs) -> Workbench:
-    """The workbench for a data directory, one instance per directory per process."""
+    """The workbench for a data directory, one instance per directory per process.
+
+    It returns without waiting for the embedding model or the vector store: those load on a
+    background thread, and searches answer lexically (with a notice) until they are ready.
+    """
     root = DataPaths.resolve(data_dir, kwargs.get("zotero_dir")).root
     with _OPEN_LOCK:
         wb = _OPEN.get(root)
         if wb is None:
             wb = _OPEN[root] = Workbench(data_dir=root, **kwargs)
+            wb.index.start_warmup()
         return wb

@@ -74,6 +74,7 @@ class HybridIndex:
         self._lock = threading.RLock()
         self._frequencies = DocumentFrequencies()   # used under self._lock, like the connection
         self._pool: ThreadPoolExecutor | None = None     # runs FTS beside the dense side (hybrid mode)
+        self._warmup: Any = None                  # DenseWarmup once start_warmup() ran (notebook kernels)
         Path(paths.root).mkdir(parents=True, exist_ok=True)
         try:
             self._conn = sqlite3.connect(str(paths.meta_db), isolation_level=None,
@@ -140,6 +141,18 @@ class HybridIndex:
                 dim = getattr(self._embedder, "dim", MODEL_DIM)
                 self._vectors = VectorStore(self.paths, self.config, model_id=model_id, dim=dim)
             return self._vectors
+
+    def start_warmup(self) -> Any:
+        """Load the model and open (and reconcile) the vector store on a background thread.
+
+        Until it is done, hybrid searches answer lexically with a notice (see index/warmup.py).
+        """
+        from zocrates_nb.index.warmup import DenseWarmup
+
+        with self._lock:
+            if self._warmup is None:
+                self._warmup = DenseWarmup(self).start()
+            return self._warmup
 
     @property
     def vectors(self) -> Any:
@@ -300,7 +313,13 @@ class HybridIndex:
         found: list[tuple[str, str, float]] | None = None
         if mode == "lexical" or (mode == "hybrid" and job is None):
             found = self._lexical(text, depth, filters)
-        if mode in ("hybrid", "dense"):
+        loading = self._warmup.notice() if self._warmup is not None and mode == "hybrid" and fallback else None
+        if loading and query_embedding is None:
+            notices.append(loading)
+            lists["dense"], raw_scores["dense"] = [], {}
+        elif mode in ("hybrid", "dense"):
+            if self._warmup is not None:
+                self._warmup.wait()               # dense asked for explicitly: wait for the load
             try:
                 found_dense = self._dense(text, depth, filters, query_embedding)
             except ZocratesError as exc:
@@ -432,6 +451,8 @@ class HybridIndex:
         self._read(fts.integrity_check)
 
     def close(self) -> None:
+        if self._warmup is not None:
+            self._warmup.wait()                   # never close the store under the loading thread
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
