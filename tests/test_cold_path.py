@@ -140,3 +140,13 @@ def test_open_workbench_returns_before_the_dense_side_and_says_so(demo_home):
         assert out["notice"] and "lexical results only" in out["notice"]
         assert all(rank is None for rank in out["dense_first"])
     assert not out["again_notice"] and any(rank is not None for rank in out["dense_again"])
+
+
+def test_python_and_cli_search_honour_k_beyond_the_agents_cap(demo_workbench, demo_home, capsys):
+    from zocrates_nb.cli import main
+
+    results = demo_workbench.search("cell", k=100)
+    assert len(results.hits) > 50 and not results.notice         # the demo has 89 documents
+    assert "capped at 50" in demo_workbench.tools.search_corpus("cell", k=100).notice   # the agents' tool
+    assert main(["--data-dir", str(demo_home), "search", "cell", "--k", "100", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["hits"]) == len(results.hits)

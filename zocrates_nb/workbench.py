@@ -130,7 +130,9 @@ class Workbench:
             return self.corpus.sync(progress=progress)
 
     def search(self, query: str, k: int = 10, filters: dict | None = None):
-        return self.tools.search_corpus(query, k=k, filters=filters)
+        from .tools import MAX_PUBLIC_K
+
+        return self.tools.search_corpus(query, k=k, filters=filters, max_k=MAX_PUBLIC_K)
 
     def read_document(self, key: str, section: str | None = None) -> str:
         return self.tools.read_document(key, section=section)
