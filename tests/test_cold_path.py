@@ -30,7 +30,8 @@ def _imported_after(code: str) -> list[str]:
 
 @pytest.mark.parametrize("module", ["zocrates_nb", "zocrates_nb.cli", "zocrates_nb.cli_library",
                                     "zocrates_nb.workbench", "zocrates_nb.tools", "zocrates_nb.index.hybrid",
-                                    "zocrates_nb.corpus.sync", "zocrates_nb.status"])
+                                    "zocrates_nb.corpus.sync", "zocrates_nb.status",
+                                    "zocrates_nb.engine", "zocrates_nb.cli_engine"])
 def test_importing_the_entry_points_loads_no_heavy_library(module):
     assert _imported_after(f"import {module}") == []
 

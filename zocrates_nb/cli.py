@@ -278,9 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_global_options(parser, None)
     parser.add_argument("--version", action="version", version=f"zocrates-nb {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    from zocrates_nb import cli_engine
     from zocrates_nb.cli_library import LIBRARY_COMMANDS
 
-    for add in [*LIBRARY_COMMANDS, *COMMANDS]:
+    for add in [*LIBRARY_COMMANDS, cli_engine.add_parser, *COMMANDS]:
         add(sub, common)
     return parser
 

@@ -129,10 +129,10 @@ class Workbench:
         with self._lock:
             return self.corpus.sync(progress=progress)
 
-    def search(self, query: str, k: int = 10, filters: dict | None = None):
+    def search(self, query: str, k: int = 10, filters: dict | None = None, mode: str | None = None):
         from .tools import MAX_PUBLIC_K
 
-        return self.tools.search_corpus(query, k=k, filters=filters, max_k=MAX_PUBLIC_K)
+        return self.tools.search_corpus(query, k=k, filters=filters, mode=mode, max_k=MAX_PUBLIC_K)
 
     def read_document(self, key: str, section: str | None = None) -> str:
         return self.tools.read_document(key, section=section)
