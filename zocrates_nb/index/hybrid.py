@@ -75,6 +75,7 @@ class HybridIndex:
         self._frequencies = DocumentFrequencies()   # used under self._lock, like the connection
         self._pool: ThreadPoolExecutor | None = None     # runs FTS beside the dense side (hybrid mode)
         self._warmup: Any = None                  # DenseWarmup once start_warmup() ran (notebook kernels)
+        self._allowed_ids: Any = None             # filtered.AllowedIds, made on the first filtered search
         Path(paths.root).mkdir(parents=True, exist_ok=True)
         try:
             self._conn = sqlite3.connect(str(paths.meta_db), isolation_level=None,
@@ -153,6 +154,14 @@ class HybridIndex:
             if self._warmup is None:
                 self._warmup = DenseWarmup(self).start()
             return self._warmup
+
+    @property
+    def _allowed(self) -> Any:
+        if self._allowed_ids is None:
+            from zocrates_nb.index.filtered import AllowedIds
+
+            self._allowed_ids = AllowedIds(self.paths.meta_db)
+        return self._allowed_ids
 
     @property
     def vectors(self) -> Any:
@@ -358,7 +367,13 @@ class HybridIndex:
 
         if query_embedding is None:
             query_embedding = self.embedder.embed([text])[0]
-        return self.vectors.query(query_embedding, depth, where=where_for(filters))
+        if not filters:
+            return self.vectors.query(query_embedding, depth)
+        from zocrates_nb.index.filtered import dense_with_filter
+
+        allowed = self._allowed.get(filters)
+        return dense_with_filter(self.vectors.query, query_embedding, depth, allowed, self._allowed.total,
+                                 where_for(filters))
 
     def _assemble(self, lists: dict[str, list[str]], raw_scores: dict[str, dict[str, float]], k: int,
                   collapse: bool, mode: str) -> list[SearchHit]:
@@ -456,6 +471,8 @@ class HybridIndex:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        if self._allowed_ids is not None:
+            self._allowed_ids.close()
         with self._lock:
             if self._vectors is not None:
                 self._vectors.close()
