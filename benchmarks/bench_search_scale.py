@@ -14,7 +14,11 @@ Target: hybrid search p50 < 30 ms *with* query embedding. What is timed, per que
   (FTS on a worker thread beside the embedding; ``hybrid_total_serial`` with ``{"parallel": false}``);
 - ``search_corpus``: ``LibraryTools.search_corpus(q)`` (hybrid_total + evidence text + diagnostics event);
 - ``hybrid_filtered_notes`` / ``hybrid_filtered_collection``: ``HybridIndex.search`` with ``item_type=note``
-  (10,000 chunks) / plus ``collection=Reading`` (1,429 chunks), and ``vector_top100_filtered`` for the latter;
+  (10,000 chunks) / plus ``collection=Reading`` (1,429 chunks), and ``vector_top100_filtered`` for the latter
+  (Chroma's own ``where`` filter, which the search no longer uses: see index/filtered.py);
+  ``dense_filtered_*`` / ``lexical_filtered_*``: the two sides of those searches alone (dense with a given
+  vector); ``hybrid_filtered_parent``: ``parent_key`` of one paper (the synthetic notes have no parent, so
+  this times a filter that passes nothing: the empty-set shortcut);
 - ``reopen_after_foreign_write``: the first query after another process wrote (the store reloads from disk).
 
 What is real and what is synthetic (embedding 60,000 chunks would take about an hour on 2 cores):
@@ -171,8 +175,11 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
     timings: dict[str, list[float]] = {name: [] for name in (
         "query_embed", "fts_top100", "fts_plain_or_top100", "vector_top100", "lexical", "dense",
         "hybrid_given_vector", "hybrid_total", "hybrid_total_serial", "search_corpus",
-        "vector_top100_filtered", "hybrid_filtered_notes", "hybrid_filtered_collection")}
+        "vector_top100_filtered", "hybrid_filtered_notes", "hybrid_filtered_collection",
+        "dense_filtered_notes", "dense_filtered_collection", "lexical_filtered_notes",
+        "lexical_filtered_collection", "hybrid_filtered_parent")}
     notes_in = {"item_type": "note", "collection": "Reading"}
+    parent = zotero_key("P", 7)                  # no child notes: times a filter that passes nothing
     matched: list[int] = []
     ranked: list[int] = []
     frequencies = lexical.DocumentFrequencies()
@@ -209,6 +216,14 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
         timed("vector_top100_filtered", lambda: store.query(qv, 100, where=where_for(notes_in)))
         timed("hybrid_filtered_notes", lambda: index.search(q, k=10, filters={"item_type": "note"}))
         timed("hybrid_filtered_collection", lambda: index.search(q, k=10, filters=notes_in))
+        # the two sides of a filtered search apart (the dense side no longer uses Chroma's where)
+        timed("dense_filtered_notes", lambda: index.search(q, k=10, mode="dense", query_embedding=qv,
+                                                           filters={"item_type": "note"}))
+        timed("dense_filtered_collection", lambda: index.search(q, k=10, mode="dense", query_embedding=qv,
+                                                                filters=notes_in))
+        timed("lexical_filtered_notes", lambda: index.search(q, k=10, mode="lexical", filters={"item_type": "note"}))
+        timed("lexical_filtered_collection", lambda: index.search(q, k=10, mode="lexical", filters=notes_in))
+        timed("hybrid_filtered_parent", lambda: index.search(q, k=10, filters={"parent_key": parent}))
     # another kernel's write makes the next query here reload the store from disk
     reopen = []
     for i in range(3):

@@ -158,6 +158,11 @@ class Corpus:
                 for start in range(0, len(work), BATCH):
                     self._apply(work[start:start + BATCH], report)
                     bar.update(len(work[start:start + BATCH]))
+            # one dense pass after every FTS batch is committed: lexical search covers the whole
+            # library within seconds of a big first sync, and the vectors fill in behind it
+            from .dense_phase import fill_vectors
+
+            fill_vectors(self.indexer, report, progress)
         report.seconds = time.perf_counter() - started
         if self.events is not None:
             self.events.emit("sync", **report.counts, changed_keys=report.changed_keys[:1000],
@@ -208,7 +213,6 @@ class Corpus:
         finally:
             for *_, bundle in prepared:
                 bundle.discard()  # no-op for installed bundles (their temp dir is gone)
-        self._commit_vectors(report)
 
     def _commit_vectors(self, report: SyncReport | None = None) -> None:
         if self.indexer is None:

@@ -177,6 +177,10 @@ class HybridIndex:
         doc, rows = document_rows(manifest, markdown)
         stale = fts.replace_document(conn, doc, rows)
         with self._lock:
+            if not self._pending:
+                from zocrates_nb.index.dense_fill import mark_pending
+
+                mark_pending(self.paths.root)     # a kill from here on leaves vectors to resume
             self._pending.update(r.chunk_id for r in rows)
             self._pending.update(stale)
 
@@ -193,12 +197,23 @@ class HybridIndex:
         ``chunks`` table: present → embed and upsert, absent → delete. A transaction
         the corpus rolled back therefore never leaves vectors behind.
         """
+        from zocrates_nb.index.dense_fill import clear_progress, interrupted
+
         with self._lock:
             pending, self._pending = self._pending, set()
-        if not pending:
+        resume = interrupted(self.paths.root)      # a fill killed before it finished: embed what is missing
+        if not pending and not resume:
             return {"upserted": 0, "deleted": 0}
         try:
-            return self._sync_ids(pending, progress)
+            if resume:
+                fixed = self.reconcile(progress=progress, skip=pending)
+                clear_progress(self.paths.root)
+            result = self._sync_ids(pending, progress) if pending else {"upserted": 0, "deleted": 0}
+            clear_progress(self.paths.root)
+            if resume:
+                result = {"upserted": result["upserted"] + fixed["embedded"],
+                          "deleted": result["deleted"] + fixed["deleted"]}
+            return result
         except BaseException:
             with self._lock:
                 self._pending |= pending          # keep them queued; reconcile would find them anyway
@@ -216,12 +231,12 @@ class HybridIndex:
         if gone:
             store.delete_ids(gone)
         todo = [rows[c] for c in sorted(rows)]
-        for start in range(0, len(todo), _EMBED_BATCH):
-            batch = todo[start:start + _EMBED_BATCH]
-            vectors = self.embedder.embed([embedding_text(r.title, r.text) for r in batch])
-            store.upsert([r.chunk_id for r in batch], vectors, [_metadata(r) for r in batch])
-            if progress:
-                progress(min(start + _EMBED_BATCH, len(todo)), len(todo))
+        if todo:
+            from zocrates_nb.index.dense_fill import embed_rows
+
+            # identical texts once, sorted by length across the job, progress file (index/dense_fill.py)
+            embed_rows(todo, lambda r: embedding_text(r.title, r.text), self.embedder, store, _metadata,
+                       root=self.paths.root, batch=_EMBED_BATCH, progress=progress)
         return {"upserted": len(todo), "deleted": len(gone)}
 
     # ------------------------------------------------------------------ consistency
@@ -354,6 +369,8 @@ class HybridIndex:
         return self._assemble(lists, raw_scores, k, collapse, mode), notices
 
     def _lexical(self, text: str, depth: int, filters: Mapping[str, str]) -> list[tuple[str, str, float]]:
+        if filters and not self._allowed.get(filters):
+            return []                             # nothing passes: no need to rank every match first
         return self._read(lambda conn: lexical_search(conn, text, depth, filters, self._frequencies))
 
     def _lexical_pool(self) -> ThreadPoolExecutor:
