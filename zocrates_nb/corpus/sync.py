@@ -32,6 +32,7 @@ from ..locks import file_lock
 from ..progress import ProgressReporter
 from .bundle import (MANIFEST, BundleError, PreparedBundle, note_manifest, paper_manifest, prepare_bundle,
                      read_bundle, read_manifest, remove_bundle, sweep_temporary)
+from . import held_papers
 from .meta import DocumentRow, MetaDB
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,9 @@ class Corpus:
                 self._classify(report, work, state, "paper", paper, paper_source_hash(paper),
                                self._paper_context(paper))
             removed = [key for key in state if key not in seen]
+            with self.meta.write() as conn:      # once, for a data directory synced before the table existed
+                held_papers.ensure_complete(conn, [k for k, row in state.items() if row[0] == "paper"],
+                                            self._stored_manifest)
             with ProgressReporter(len(work) + len(removed), "Syncing corpus", enabled=progress) as bar:
                 if removed:
                     self._remove(removed, report)
@@ -254,6 +258,12 @@ class Corpus:
                                 durable=self.durable)
         return converted, manifest, bundle
 
+    def _stored_manifest(self, key: str) -> dict:
+        try:
+            return read_manifest(self.corpus_dir / key)
+        except (BundleError, OSError, ValueError):
+            return {}                           # a missing bundle: its title comes back with its next sync
+
     def _commit_one(self, conn, item: _Work, manifest: dict, markdown: str, bundle: PreparedBundle) -> None:
         """Inside a transaction: meta row, index rows, then the bundle rename (last, so a failure
         before it leaves the old bundle in place)."""
@@ -263,6 +273,8 @@ class Corpus:
             converter_version=CONVERTER_VERSION, bundle_path=f"{self.corpus_dir.name}/{record.key}",
             title=manifest["title"], parent_key=manifest.get("parent_key"), updated_at=manifest["converted_at"],
             context_hash=item.context_hash, collections=tuple(manifest.get("collections") or ())))
+        if item.kind == "paper":               # the online turns' "already held?" lookup (held_papers.py)
+            held_papers.record(conn, record.key, manifest.get("doi"), manifest["title"])
         if self.indexer is not None:
             self.indexer.stage(conn, manifest, markdown)
         bundle.install()
@@ -294,6 +306,7 @@ class Corpus:
                 if self.indexer is not None:
                     self.indexer.unstage(conn, key)
                 self.meta.delete(conn, key)
+                held_papers.forget(conn, key)
         for key in keys:
             remove_bundle(self.corpus_dir, key)
         self._commit_vectors(report)   # in a sync, a vector-store error is a warning (as in _apply)
