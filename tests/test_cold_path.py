@@ -151,3 +151,32 @@ def test_python_and_cli_search_honour_k_beyond_the_agents_cap(demo_workbench, de
     assert "capped at 50" in demo_workbench.tools.search_corpus("cell", k=100).notice   # the agents' tool
     assert main(["--data-dir", str(demo_home), "search", "cell", "--k", "100", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["hits"]) == len(results.hits)
+
+
+def test_a_first_open_commits_lexical_first_and_embeds_behind_it(tmp_path):
+    """open_workbench() on a fresh data directory returns once the lexical index is complete; the
+    vectors fill in on the warm-up thread, visible in status, and searches become hybrid after."""
+    data = tmp_path / "fresh"
+    code = (
+        "import json, sys\n"
+        "from zocrates_nb import open_workbench\n"
+        "from zocrates_nb.index.dense_fill import read_progress\n"
+        "from zocrates_nb.status import collect_status\n"
+        f"wb = open_workbench({str(data)!r}, progress=False)\n"
+        "progress = read_progress(wb.paths.root)\n"
+        "lexical_chunks = collect_status(wb.paths)['index']['chunks']\n"
+        "first = wb.search('cell-type deconvolution of Visium spots', k=5)\n"
+        "assert wb.index._warmup.wait(600)\n"
+        "again = wb.search('cell-type deconvolution of Visium spots', k=5)\n"
+        "print(json.dumps({'progress': progress, 'chunks': lexical_chunks, 'first': first.notice,\n"
+        "                  'error': repr(wb.index._warmup.error), 'vectors': wb.index.vectors.count(),\n"
+        "                  'after': read_progress(wb.paths.root), 'again': again.notice,\n"
+        "                  'dense': [h.ranks['dense'] for h in again.hits]}))\n"
+        "wb.close()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["chunks"] > 100 and out["progress"] is not None        # lexical complete, vectors owed
+    assert out["first"] and "lexical results only" in out["first"]
+    assert out["error"] == "None" and out["vectors"] == out["chunks"] and out["after"] is None
+    assert not out["again"] and any(rank is not None for rank in out["dense"])

@@ -58,14 +58,19 @@ class Workbench:
                  zotero_dir: str | Path | None = None,
                  source: LibrarySource | None = None,
                  auto_sync: bool = True,
-                 progress: bool | None = None) -> None:
+                 progress: bool | None = None,
+                 dense_in_background: bool = False) -> None:
         self.paths = DataPaths.resolve(data_dir, zotero_data_dir=zotero_dir).ensure()
         self.config = ConfigStore.for_paths(self.paths)
         self.events = EventLog(self.paths.diagnostics)
         self.source = source or self._open_source(zotero_sqlite, zotero_dir)
         self._lock = threading.RLock()
         if auto_sync and self._needs_first_sync():
-            self.sync(progress=progress)
+            # in the background mode the first sync commits the lexical index only; the warm-up
+            # thread embeds the chunks behind it (searches answer lexically, with a notice, until then)
+            self.sync(progress=progress, vectors=not dense_in_background)
+        if dense_in_background:
+            self.index.start_warmup()
 
     # -- wiring ---------------------------------------------------------
     def _open_source(self, zotero_sqlite, zotero_dir) -> LibrarySource:
@@ -124,10 +129,10 @@ class Workbench:
         return not self.paths.meta_db.exists() or self.corpus.meta.count() == 0
 
     # -- the main verbs -------------------------------------------------
-    def sync(self, progress: bool | None = None):
+    def sync(self, progress: bool | None = None, *, vectors: bool = True):
         """Bring the corpus and indexes in line with the library; returns a SyncReport."""
         with self._lock:
-            return self.corpus.sync(progress=progress)
+            return self.corpus.sync(progress=progress, vectors=vectors)
 
     def search(self, query: str, k: int = 10, filters: dict | None = None, mode: str | None = None):
         from .tools import MAX_PUBLIC_K
@@ -270,6 +275,6 @@ def open_workbench(data_dir: str | Path | None = None, **kwargs) -> Workbench:
     with _OPEN_LOCK:
         wb = _OPEN.get(root)
         if wb is None:
+            kwargs.setdefault("dense_in_background", True)
             wb = _OPEN[root] = Workbench(data_dir=root, **kwargs)
-            wb.index.start_warmup()
         return wb

@@ -123,8 +123,12 @@ class Corpus:
         sweep_temporary(self.corpus_dir)
 
     # ------------------------------------------------------------------ sync
-    def sync(self, progress: bool | None = None) -> SyncReport:
-        """Bring bundles, meta rows and index rows in line with the source; never stops at one bad note."""
+    def sync(self, progress: bool | None = None, *, vectors: bool = True) -> SyncReport:
+        """Bring bundles, meta rows and index rows in line with the source; never stops at one bad note.
+
+        ``vectors=False`` leaves the dense phase to the caller (``indexer.commit_vectors()``; the
+        notebook runs it on the warm-up thread, so lexical search is ready first).
+        """
         started = time.perf_counter()
         report = SyncReport()
         with file_lock(Path(self.paths.locks) / "corpus-sync.lock", timeout=600):
@@ -166,7 +170,8 @@ class Corpus:
             # library within seconds of a big first sync, and the vectors fill in behind it
             from .dense_phase import fill_vectors
 
-            fill_vectors(self.indexer, report, progress)
+            if vectors:
+                fill_vectors(self.indexer, report, progress)
         report.seconds = time.perf_counter() - started
         if self.events is not None:
             self.events.emit("sync", **report.counts, changed_keys=report.changed_keys[:1000],

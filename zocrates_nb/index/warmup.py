@@ -5,7 +5,9 @@ ONNX model before the first dense query can run, and the first use of the vector
 compares its ids with the FTS rows. None of that is needed to answer lexically, so
 ``open_workbench()`` starts this warm-up and returns at once; searches issued before it is done
 answer from FTS5 alone and say so in their notices, and the next search after it is done is
-hybrid. The CLI does not start one (a one-shot command that wants hybrid results waits anyway).
+hybrid. On a fresh data directory the first sync commits only the lexical index and this thread
+embeds the chunks behind it (progress in ``zocrates-nb status``). The CLI does not start one (a
+one-shot command that wants hybrid results waits anyway).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class DenseWarmup:
         try:
             embedder = self._index.embedder        # model load (onnxruntime session)
             embedder.embed(["warm up"])            # first run allocates the session's buffers
+            self._index.commit_vectors()           # chunks a first sync staged (or a killed one left)
             self._index.vectors                    # open Chroma and reconcile its ids with FTS once
         except BaseException as exc:  # noqa: BLE001 — kept; the next dense search reports it
             self.error = exc
