@@ -58,7 +58,7 @@ def _env() -> dict:
 
 def wall(argv: list[str]) -> tuple[float, str]:
     started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=600)
+    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=600, check=False)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{argv} failed: {done.stderr[-2000:]}")

@@ -15,7 +15,8 @@ from zocrates_nb.index.hybrid import HybridIndex
 from zocrates_nb.index.warmup import LOADING_NOTICE
 from zocrates_nb.paths import DataPaths
 
-from .test_hybrid import embedder, stage_all  # noqa: F401 — the module-scoped model fixture
+from .test_hybrid import embedder as _model_fixture  # noqa: F401 — registers the module-scoped "embedder"
+from .test_hybrid import stage_all
 
 HEAVY = ("chromadb", "onnxruntime", "tokenizers", "pandas", "duckdb", "matplotlib", "openai", "ipywidgets")
 
@@ -23,7 +24,7 @@ HEAVY = ("chromadb", "onnxruntime", "tokenizers", "pandas", "duckdb", "matplotli
 def _imported_after(code: str) -> list[str]:
     """The heavy top-level packages a fresh interpreter has imported after running ``code``."""
     probe = code + f"\nimport json, sys\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -133,7 +134,7 @@ def test_open_workbench_returns_before_the_dense_side_and_says_so(demo_home):
         "                  'again_notice': again.notice, 'dense_again': [h.ranks['dense'] for h in again.hits],\n"
         "                  'opened_with_chroma': opened_with_chroma, 'ready_before': ready_before}))\n"
         "wb.close()\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["n"] == 5 and not out["opened_with_chroma"]
@@ -173,7 +174,7 @@ def test_a_first_open_commits_lexical_first_and_embeds_behind_it(tmp_path):
         "                  'after': read_progress(wb.paths.root), 'again': again.notice,\n"
         "                  'dense': [h.ranks['dense'] for h in again.hits]}))\n"
         "wb.close()\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["chunks"] > 100 and out["progress"] is not None        # lexical complete, vectors owed

@@ -21,7 +21,7 @@ def _from_manifests(wb) -> tuple[set, set]:
 def test_online_identity_comes_from_the_table_without_reading_manifests(demo_workbench, monkeypatch):
     dois, titles = _from_manifests(demo_workbench)
     assert dois and titles
-    import zocrates_nb.corpus.sync as sync
+    from zocrates_nb.corpus import sync
 
     def refuse(*args, **kwargs):
         raise AssertionError("an online turn must not read manifests")

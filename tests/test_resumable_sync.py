@@ -9,14 +9,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from zocrates_nb.index import fts
 from zocrates_nb.index.dense_fill import read_progress
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.status import collect_status, format_status
 
-from .test_hybrid import embedder  # noqa: F401 — the module-scoped model fixture
+from .test_hybrid import embedder as _model_fixture  # noqa: F401 — registers the module-scoped "embedder"
 
 CHILD = """
 import sys, time

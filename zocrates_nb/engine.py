@@ -29,7 +29,7 @@ from typing import Any
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.paths import DataPaths
 
-__all__ = ["socket_path", "ask_engine", "search_via_engine", "start_engine", "serve", "DEFAULT_IDLE_S"]
+__all__ = ["DEFAULT_IDLE_S", "ask_engine", "search_via_engine", "serve", "socket_path", "start_engine"]
 
 DEFAULT_IDLE_S = 1800.0
 _MAX_MESSAGE = 1 << 26
@@ -78,11 +78,10 @@ def start_engine(paths: DataPaths, idle_s: float = DEFAULT_IDLE_S, wait_s: float
     """Start a detached engine unless one answers; with ``wait_s`` wait until its dense side is ready."""
     answer = ask_engine(paths, {"op": "ping"}, timeout=5.0)
     if answer is None:
-        log = open(Path(paths.root) / "engine.log", "ab")
-        subprocess.Popen([sys.executable, "-m", "zocrates_nb.engine", "--data-dir", str(paths.root),
-                          "--idle", str(idle_s)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                         start_new_session=True, env=dict(os.environ))
-        log.close()
+        with open(Path(paths.root) / "engine.log", "ab") as log:
+            subprocess.Popen([sys.executable, "-m", "zocrates_nb.engine", "--data-dir", str(paths.root),
+                              "--idle", str(idle_s)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                             start_new_session=True, env=dict(os.environ))
     deadline = time.monotonic() + wait_s
     while True:
         answer = ask_engine(paths, {"op": "ping"}, timeout=5.0)

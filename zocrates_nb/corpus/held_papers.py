@@ -14,10 +14,10 @@ next sync; until then ``load`` returns None and the caller reads the manifests a
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
-__all__ = ["record", "forget", "ensure_complete", "load"]
+__all__ = ["ensure_complete", "forget", "load", "record"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS held_papers (key TEXT PRIMARY KEY, doi TEXT, title TEXT);

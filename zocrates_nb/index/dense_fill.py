@@ -19,11 +19,19 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-__all__ = ["PROGRESS_NAME", "embed_rows", "read_progress", "interrupted", "clear_progress", "progress_line",
-           "mark_pending"]
+__all__ = [
+    "PROGRESS_NAME",
+    "clear_progress",
+    "embed_rows",
+    "interrupted",
+    "mark_pending",
+    "progress_line",
+    "read_progress",
+]
 
 PROGRESS_NAME = "dense_progress.json"
 

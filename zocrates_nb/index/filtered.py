@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from zocrates_nb.errors import IndexCorruptError
 from zocrates_nb.index import fts
 
-__all__ = ["AllowedIds", "dense_with_filter", "IDS_QUERY_MAX", "OVERFETCH_MAX"]
+__all__ = ["IDS_QUERY_MAX", "OVERFETCH_MAX", "AllowedIds", "dense_with_filter"]
 
 #: At most this many allowed ids go to Chroma as an ``ids=`` restriction.
 IDS_QUERY_MAX = 3000

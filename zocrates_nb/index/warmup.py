@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["DenseWarmup", "LOADING_NOTICE"]
+__all__ = ["LOADING_NOTICE", "DenseWarmup"]
 
 LOADING_NOTICE = ("Dense retrieval is still loading (the embedding model and the vector index, a few "
                   "seconds after opening), so these are lexical results only; the next search once it "
@@ -48,7 +48,7 @@ class DenseWarmup:
             embedder = self._index.embedder        # model load (onnxruntime session)
             embedder.embed(["warm up"])            # first run allocates the session's buffers
             self._index.commit_vectors()           # chunks a first sync staged (or a killed one left)
-            self._index.vectors                    # open Chroma and reconcile its ids with FTS once
+            _ = self._index.vectors                # open Chroma and reconcile its ids with FTS once
         except BaseException as exc:  # noqa: BLE001 — kept; the next dense search reports it
             self.error = exc
         finally:
