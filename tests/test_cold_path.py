@@ -15,10 +15,16 @@ from zocrates_nb.index.hybrid import HybridIndex
 from zocrates_nb.index.warmup import LOADING_NOTICE
 from zocrates_nb.paths import DataPaths
 
-from .test_hybrid import embedder as _model_fixture  # noqa: F401 — registers the module-scoped "embedder"
 from .test_hybrid import stage_all
 
 HEAVY = ("chromadb", "onnxruntime", "tokenizers", "pandas", "duckdb", "matplotlib", "openai", "ipywidgets")
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from zocrates_nb.index.embed import MiniLMEmbedder
+
+    return MiniLMEmbedder()
 
 
 def _imported_after(code: str) -> list[str]:

@@ -10,12 +10,20 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from zocrates_nb.index import fts
 from zocrates_nb.index.dense_fill import read_progress
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.status import collect_status, format_status
 
-from .test_hybrid import embedder as _model_fixture  # noqa: F401 — registers the module-scoped "embedder"
+
+@pytest.fixture(scope="module")
+def embedder():
+    from zocrates_nb.index.embed import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
 
 CHILD = """
 import sys, time
