@@ -389,8 +389,8 @@ class HybridIndex:
         from zocrates_nb.index.filtered import dense_with_filter
 
         allowed = self._allowed.get(filters)
-        return dense_with_filter(self.vectors.query, query_embedding, depth, allowed, self._allowed.total,
-                                 where_for(filters))
+        return dense_with_filter(self.vectors, query_embedding, depth, allowed, self._allowed.total,
+                                 where_for(filters), self._allowed.small_sets)
 
     def _assemble(self, lists: dict[str, list[str]], raw_scores: dict[str, dict[str, float]], k: int,
                   collapse: bool, mode: str) -> list[SearchHit]:

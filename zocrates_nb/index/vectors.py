@@ -320,6 +320,17 @@ class VectorStore:
 
         return self._run(run)
 
+    def embeddings(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The stored vectors of those ``ids`` that exist (for an exact search over a small set)."""
+        result = self._run(lambda col: col.get(ids=[str(i) for i in ids], include=["embeddings"]))
+        found = list(result["ids"])
+        matrix = np.asarray(result["embeddings"], dtype=np.float32).reshape(len(found), self.dim)
+        return found, matrix
+
+    def generation(self) -> str | None:
+        """A token that changes with every write to this store (persistent mode); None on a server."""
+        return self._read_generation() if self.mode == "persistent" else None
+
     def count(self) -> int:
         return int(self._run(lambda col: col.count()))
 
