@@ -1,6 +1,13 @@
 """Search latency at 10,000 notes + 50,000 paper chunks, through the product path (issue 4 §6).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_search_scale.py [--queries 200] [--cache /tmp/zc-scale]
+        [--notes 10000 --papers 5000 --chunks-per-paper 10] [--server]
+
+The sizes are flags: ``--notes 0 --papers 20000 --chunks-per-paper 15`` is the 20,000-paper full-text
+library (300,000 chunks; the build takes about 15 min on 2 cores, most of it vector inserts).
+``--server`` repeats the end-to-end searches through Chroma's own server (``chroma run --path`` on the
+same store, ``config["vectors"] = {"mode": "http", ...}``), the lab's scale-out path, and counts how
+many queries return the same top-10 documents as the in-process store.
 
 Target: hybrid search p50 < 30 ms *with* query embedding. What is timed, per query (p50/p95 in ms):
 
@@ -14,7 +21,11 @@ Target: hybrid search p50 < 30 ms *with* query embedding. What is timed, per que
   (FTS on a worker thread beside the embedding; ``hybrid_total_serial`` with ``{"parallel": false}``);
 - ``search_corpus``: ``LibraryTools.search_corpus(q)`` (hybrid_total + evidence text + diagnostics event);
 - ``hybrid_filtered_notes`` / ``hybrid_filtered_collection``: ``HybridIndex.search`` with ``item_type=note``
-  (10,000 chunks) / plus ``collection=Reading`` (1,429 chunks), and ``vector_top100_filtered`` for the latter;
+  (10,000 chunks) / plus ``collection=Reading`` (1,429 chunks), and ``vector_top100_filtered`` for the latter
+  (Chroma's own ``where`` filter, which the search no longer uses: see index/filtered.py);
+  ``dense_filtered_*`` / ``lexical_filtered_*``: the two sides of those searches alone (dense with a given
+  vector); ``hybrid_filtered_parent``: ``parent_key`` of one paper (the synthetic notes have no parent, so
+  this times a filter that passes nothing: the empty-set shortcut);
 - ``reopen_after_foreign_write``: the first query after another process wrote (the store reloads from disk).
 
 What is real and what is synthetic (embedding 60,000 chunks would take about an hour on 2 cores):
@@ -171,8 +182,11 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
     timings: dict[str, list[float]] = {name: [] for name in (
         "query_embed", "fts_top100", "fts_plain_or_top100", "vector_top100", "lexical", "dense",
         "hybrid_given_vector", "hybrid_total", "hybrid_total_serial", "search_corpus",
-        "vector_top100_filtered", "hybrid_filtered_notes", "hybrid_filtered_collection")}
+        "vector_top100_filtered", "hybrid_filtered_notes", "hybrid_filtered_collection",
+        "dense_filtered_notes", "dense_filtered_collection", "lexical_filtered_notes",
+        "lexical_filtered_collection", "hybrid_filtered_parent")}
     notes_in = {"item_type": "note", "collection": "Reading"}
+    parent = zotero_key("P", 7)                  # no child notes: times a filter that passes nothing
     matched: list[int] = []
     ranked: list[int] = []
     frequencies = lexical.DocumentFrequencies()
@@ -209,6 +223,14 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
         timed("vector_top100_filtered", lambda: store.query(qv, 100, where=where_for(notes_in)))
         timed("hybrid_filtered_notes", lambda: index.search(q, k=10, filters={"item_type": "note"}))
         timed("hybrid_filtered_collection", lambda: index.search(q, k=10, filters=notes_in))
+        # the two sides of a filtered search apart (the dense side no longer uses Chroma's where)
+        timed("dense_filtered_notes", lambda: index.search(q, k=10, mode="dense", query_embedding=qv,
+                                                           filters={"item_type": "note"}))
+        timed("dense_filtered_collection", lambda: index.search(q, k=10, mode="dense", query_embedding=qv,
+                                                                filters=notes_in))
+        timed("lexical_filtered_notes", lambda: index.search(q, k=10, mode="lexical", filters={"item_type": "note"}))
+        timed("lexical_filtered_collection", lambda: index.search(q, k=10, mode="lexical", filters=notes_in))
+        timed("hybrid_filtered_parent", lambda: index.search(q, k=10, filters={"parent_key": parent}))
     # another kernel's write makes the next query here reload the store from disk
     reopen = []
     for i in range(3):
@@ -228,6 +250,78 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
     return out
 
 
+def measure_server(cache: Path, n_queries: int) -> dict:
+    """The same searches through Chroma's own server (`chroma run` on the built store), the lab path.
+
+    Reports p50/p95 and how many queries return the same top-10 documents as the in-process store.
+    """
+    import socket
+    import urllib.request
+
+    from zocrates_nb.index.embed import MiniLMEmbedder
+    from zocrates_nb.index.hybrid import HybridIndex
+    from zocrates_nb.paths import DataPaths
+
+    chroma = Path(sys.executable).parent / "chroma"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    paths = DataPaths(cache / "data")
+    lines = [json.loads(line)["text"] for line in open(SCIFACT / "queries.jsonl", encoding="utf-8")]
+    queries = lines[::4][:n_queries]
+    embedder = MiniLMEmbedder()
+    local = HybridIndex(paths, embedder=embedder)
+    expected = [[h.key for h in local.search(q, k=10)] for q in queries]
+    local.close()
+    log = open(cache / "chroma-server.log", "w")
+    server = subprocess.Popen([str(chroma), "run", "--path", str(paths.chroma), "--host", "127.0.0.1",
+                               "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+                              env=dict(os.environ, ANONYMIZED_TELEMETRY="False"))
+    try:
+        started = time.perf_counter()
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.perf_counter() - started > 120:
+                    raise SystemExit("chroma run did not start; see " + str(cache / "chroma-server.log"))
+                time.sleep(0.3)
+        out: dict = {"server_start_s": round(time.perf_counter() - started, 2)}
+        remote = HybridIndex(paths, {"vectors": {"mode": "http", "host": "127.0.0.1", "port": port}},
+                             embedder=embedder)
+        started = time.perf_counter()
+        remote.search("warm up the vector store", k=10)
+        out["server_first_search_s"] = round(time.perf_counter() - started, 2)
+        timings: dict[str, list[float]] = {"server_hybrid_total": [], "server_dense": [],
+                                           "server_hybrid_filtered_notes": []}
+        same = 0
+        for q, keys in zip(queries, expected):
+            qv = embedder.embed([q])[0]
+            t0 = time.perf_counter()
+            hits = remote.search(q, k=10)
+            timings["server_hybrid_total"].append(time.perf_counter() - t0)
+            same += [h.key for h in hits] == keys
+            t0 = time.perf_counter()
+            remote.search(q, k=10, mode="dense", query_embedding=qv)
+            timings["server_dense"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            remote.search(q, k=10, filters={"item_type": "note"}, query_embedding=qv)
+            timings["server_hybrid_filtered_notes"].append(time.perf_counter() - t0)
+        remote.close()
+        for name, values in timings.items():
+            out[f"{name}_ms"] = {"p50": pct(values, 50), "p95": pct(values, 95)}
+        out["server_same_top10_as_in_process"] = f"{same}/{len(queries)}"
+        return out
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--notes", type=int, default=10_000)
@@ -238,6 +332,8 @@ def main() -> None:
     parser.add_argument("--embed-threads", type=int, default=None, help="onnxruntime intra-op threads")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/zc-scale"))
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--server", action="store_true",
+                        help="also measure through Chroma's own server (`chroma run`) on the same store")
     args = parser.parse_args()
     cache = args.cache / f"n{args.notes}-p{args.papers}x{args.chunks_per_paper}-r{args.real}"
     if args.build_only:
@@ -256,6 +352,8 @@ def main() -> None:
         marker.write_text(child.stdout.strip().splitlines()[-1])
     out["build"] = json.loads(marker.read_text())
     out.update(measure(cache, args.queries, args.embed_threads))
+    if args.server:
+        out.update(measure_server(cache, args.queries))
     out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=1))
 

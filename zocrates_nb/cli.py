@@ -279,10 +279,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"zocrates-nb {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from zocrates_nb.cli_doctor import add_parser as add_doctor_parser
+    from zocrates_nb import cli_engine
     from zocrates_nb.cli_library import LIBRARY_COMMANDS
     from zocrates_nb.cli_retrieval import RETRIEVAL_COMMANDS
 
-    for add in [*LIBRARY_COMMANDS, *RETRIEVAL_COMMANDS, *COMMANDS, add_doctor_parser]:
+    for add in [*LIBRARY_COMMANDS, *RETRIEVAL_COMMANDS, cli_engine.add_parser, *COMMANDS, add_doctor_parser]:
         add(sub, common)
     return parser
 

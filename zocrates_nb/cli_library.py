@@ -91,9 +91,11 @@ def _add_sync_parser(sub, common) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     filters = {k: v for k, v in (("item_type", args.type), ("collection", args.collection),
                                  ("parent_key", args.parent)) if v}
+    if not args.no_engine and _search_via_engine(args, filters):
+        return EXIT_OK
     wb = _workbench(args)
     try:
-        results = wb.search(args.query, k=args.k, filters=filters or None)
+        results = wb.search(args.query, k=args.k, filters=filters or None, mode=args.mode)
         if args.json:
             _print_json(results.to_dict())
         else:
@@ -113,7 +115,28 @@ def _add_search_parser(sub, common) -> None:
     p.add_argument("--collection", metavar="KEY_OR_NAME", help="only items filed in this collection")
     p.add_argument("--parent", metavar="KEY", help="only child notes of this paper")
     p.add_argument("--json", action="store_true", help="keys, kind, ranks and the evidence text as JSON")
+    p.add_argument("--mode", choices=("hybrid", "lexical", "dense"), default=None,
+                   help="retrievers to use (default hybrid; lexical needs no model and answers fastest)")
+    p.add_argument("--no-engine", action="store_true",
+                   help="search in this process even when `zocrates-nb engine` runs for the data directory")
     p.set_defaults(func=cmd_search)
+
+
+def _search_via_engine(args: argparse.Namespace, filters: dict) -> bool:
+    """Answer through the warm engine when one runs (see engine.py); False when none does."""
+    from zocrates_nb.cli import paths_from_args
+    from zocrates_nb.engine import search_via_engine
+
+    payload = search_via_engine(paths_from_args(args), args.query, args.k, filters or None, args.mode)
+    if payload is None:
+        return False
+    if args.json:
+        _print_json(payload)
+    else:
+        if payload.get("notice"):
+            print(f"note: {payload['notice']}", file=sys.stderr)
+        print(payload["evidence_text"])
+    return True
 
 
 # ----------------------------------------------------------------------------- ask

@@ -101,6 +101,11 @@ def collect_status(paths: "DataPaths") -> dict[str, Any]:
     from zocrates_nb.doctor import quick_health
 
     status["health"] = quick_health(paths)
+    from zocrates_nb.index.dense_fill import read_progress
+
+    dense = read_progress(paths.root)
+    if dense is not None:                 # a fill in progress, or one a killed sync left to resume
+        status["index"]["dense_progress"] = dense
     return status
 
 
@@ -123,7 +128,8 @@ def format_status(status: dict[str, Any]) -> str:
         f"library        : {status['library']['label']}",
         f"corpus         : {corpus['notes']} notes, {corpus['papers']} papers"
         + (f" ({corpus['error']})" if corpus.get("error") else ""),
-        f"index          : {status['index']['chunks']} chunks",
+        f"index          : {status['index']['chunks']} chunks"
+        + (f" · {_dense_line(status['index']['dense_progress'])}" if status["index"].get("dense_progress") else ""),
         f"profile        : {profile}",
         f"LLM            : {llm_line}",
     ]
@@ -138,3 +144,9 @@ def format_status(status: dict[str, Any]) -> str:
         if problem in status:
             lines.append(f"PROBLEM        : {status[problem]['message']}\n  → {status[problem]['hint']}")
     return "\n".join(lines)
+
+
+def _dense_line(progress: dict) -> str:
+    from zocrates_nb.index.dense_fill import progress_line
+
+    return progress_line(progress) or ""

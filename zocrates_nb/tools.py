@@ -32,7 +32,8 @@ __all__ = ["LibraryTools", "SearchResults", "TOOL_SPECS", "INLINE_WORDS", "forma
 
 INLINE_WORDS = 50
 _EXCERPT_WORDS = 80
-_MAX_K = 50
+_MAX_K = 50            # the agents' tool: more evidence than this only dilutes a model's context
+MAX_PUBLIC_K = 1000    # wb.search / `zocrates-nb search`: people page through long result lists
 
 
 # ---------------------------------------------------------------------------- evidence text (pure)
@@ -222,8 +223,11 @@ class LibraryTools:
         self.mode = mode
 
     def search_corpus(self, query: str, k: int = 10, filters: Mapping[str, Any] | None = None,
-                      mode: str | None = None) -> SearchResults:
-        """Hybrid search over notes and papers; one result per document, best passage first."""
+                      mode: str | None = None, *, max_k: int = _MAX_K) -> SearchResults:
+        """Hybrid search over notes and papers; one result per document, best passage first.
+
+        ``k`` is capped at ``max_k`` (50 for the agents; the workbench and CLI pass MAX_PUBLIC_K).
+        """
         started = time.perf_counter()
         mode = mode or self.mode
         text, _ = prepare_query(query)           # raises QueryError on empty input
@@ -231,10 +235,10 @@ class LibraryTools:
             asked = int(k)
         except (TypeError, ValueError):
             raise QueryError(f"k must be a whole number, got {k!r}.", hint="For example k=10.") from None
-        k = max(1, min(asked, _MAX_K))
+        k = max(1, min(asked, max_k))
         hits, notices = self.index.search_with_notices(query, k=k, filters=filters, mode=mode)
-        if asked > _MAX_K:
-            notices.append(f"k={asked} was capped at {_MAX_K} results.")
+        if asked > max_k:
+            notices.append(f"k={asked} was capped at {max_k} results.")
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         results = SearchResults(query=text, hits=hits, evidence_text=format_evidence(text, hits, notices),
                                 notice=" ".join(notices) or None, mode=mode, filters=dict(filters or {}),

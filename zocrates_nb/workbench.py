@@ -67,7 +67,8 @@ class Workbench:
                  zotero_dir: str | Path | None = None,
                  source: LibrarySource | None = None,
                  auto_sync: bool = True,
-                 progress: bool | None = None) -> None:
+                 progress: bool | None = None,
+                 dense_in_background: bool = False) -> None:
         self.paths = DataPaths.resolve(data_dir, zotero_data_dir=zotero_dir).ensure()
         self.config = ConfigStore.for_paths(self.paths)
         self.events = EventLog(self.paths.diagnostics)
@@ -75,7 +76,11 @@ class Workbench:
         self._lock = threading.RLock()
         self._heal_meta_db()
         if auto_sync and self._needs_first_sync():
-            self.sync(progress=progress)
+            # in the background mode the first sync commits the lexical index only; the warm-up
+            # thread embeds the chunks behind it (searches answer lexically, with a notice, until then)
+            self.sync(progress=progress, vectors=not dense_in_background)
+        if dense_in_background:
+            self.index.start_warmup()
 
     # -- wiring ---------------------------------------------------------
     def _open_source(self, zotero_sqlite, zotero_dir) -> LibrarySource:
@@ -157,12 +162,13 @@ class Workbench:
         return True
 
     # -- the main verbs -------------------------------------------------
-    def sync(self, progress: bool | None = None, verify: bool = False):
+    def sync(self, progress: bool | None = None, verify: bool = False, *, vectors: bool = True):
         """Bring the corpus and indexes in line with the library; returns a SyncReport.
 
         ``verify=True`` also checks every bundle's content hash. A database error met on
         the way is checked with ``PRAGMA quick_check``; real damage is repaired and the
-        sync run once more."""
+        sync run once more. ``vectors=False`` commits the lexical index only (a background
+        warm-up embeds behind it)."""
         import sqlite3
 
         from .errors import IndexCorruptError
@@ -170,11 +176,11 @@ class Workbench:
         with self._lock:
             self._push_outbox_quietly()
             try:
-                return self.corpus.sync(progress=progress, verify=verify)
+                return self.corpus.sync(progress=progress, verify=verify, vectors=vectors)
             except (sqlite3.DatabaseError, IndexCorruptError):
                 if not self._heal_meta_db():
                     raise
-                return self.corpus.sync(progress=progress, verify=verify)
+                return self.corpus.sync(progress=progress, verify=verify, vectors=vectors)
 
     def _push_outbox_quietly(self) -> None:
         """On sync, send what waits in the outbox (a closed door only leaves it there, with the reason)."""
@@ -189,8 +195,10 @@ class Workbench:
             except ZocratesError as exc:
                 self.events.emit("outbox_push", error=exc.message)
 
-    def search(self, query: str, k: int = 10, filters: dict | None = None):
-        return self.tools.search_corpus(query, k=k, filters=filters)
+    def search(self, query: str, k: int = 10, filters: dict | None = None, mode: str | None = None):
+        from .tools import MAX_PUBLIC_K
+
+        return self.tools.search_corpus(query, k=k, filters=filters, mode=mode, max_k=MAX_PUBLIC_K)
 
     def read_document(self, key: str, section: str | None = None) -> str:
         return self.tools.read_document(key, section=section)
@@ -379,10 +387,15 @@ _OPEN_LOCK = threading.Lock()
 
 
 def open_workbench(data_dir: str | Path | None = None, **kwargs) -> Workbench:
-    """The workbench for a data directory, one instance per directory per process."""
+    """The workbench for a data directory, one instance per directory per process.
+
+    It returns without waiting for the embedding model or the vector store: those load on a
+    background thread, and searches answer lexically (with a notice) until they are ready.
+    """
     root = DataPaths.resolve(data_dir, kwargs.get("zotero_dir")).root
     with _OPEN_LOCK:
         wb = _OPEN.get(root)
         if wb is None:
+            kwargs.setdefault("dense_in_background", True)
             wb = _OPEN[root] = Workbench(data_dir=root, **kwargs)
         return wb

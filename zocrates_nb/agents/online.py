@@ -27,10 +27,20 @@ class LibraryIdentity:
 
     @classmethod
     def from_tools(cls, tools: Any, extra: Iterable[dict] = ()) -> "LibraryIdentity":
-        """Read every paper manifest of the corpus (when the tools expose one) plus this turn's evidence."""
+        """The held papers kept by sync (corpus/held_papers.py) plus this turn's evidence.
+
+        A data directory not synced since that table existed falls back to reading every paper manifest.
+        """
+        from ..corpus import held_papers
+
         identity = cls()
         corpus = getattr(tools, "corpus", None)
-        if corpus is not None and hasattr(corpus, "keys"):
+        paths = getattr(corpus, "paths", None)
+        held = held_papers.load(paths.meta_db) if paths is not None else None
+        if held is not None:
+            for doi, title in held:
+                identity.add(doi, title)
+        elif corpus is not None and hasattr(corpus, "keys"):
             for key in corpus.keys(kind="paper"):
                 manifest = corpus.manifest(key)
                 identity.add(manifest.get("doi"), manifest.get("title"))

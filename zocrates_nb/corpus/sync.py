@@ -32,6 +32,7 @@ from ..locks import corpus_lock
 from ..progress import ProgressReporter
 from .bundle import (MANIFEST, BundleError, PreparedBundle, note_manifest, paper_manifest, prepare_bundle,
                      read_bundle, read_manifest, remove_bundle, sweep_temporary)
+from . import held_papers
 from .meta import DocumentRow, MetaDB
 
 log = logging.getLogger(__name__)
@@ -122,11 +123,14 @@ class Corpus:
         sweep_temporary(self.corpus_dir)
 
     # ------------------------------------------------------------------ sync
-    def sync(self, progress: bool | None = None, verify: bool = False) -> SyncReport:
+    def sync(self, progress: bool | None = None, verify: bool = False, *, vectors: bool = True) -> SyncReport:
         """Bring bundles, meta rows and index rows in line with the source; never stops at one bad note.
 
         Every sync also checks (cheaply) that bundles, meta rows and index rows agree and re-makes
-        what disagrees (``corpus/repair.py``); ``verify=True`` also checks every bundle's hash."""
+        what disagrees (``corpus/repair.py``); ``verify=True`` also checks every bundle's hash.
+        ``vectors=False`` leaves the dense phase to the caller (``indexer.commit_vectors()``; the
+        notebook runs it on the warm-up thread, so lexical search is ready first).
+        """
         from .repair import check_consistency, drop_orphans, keys_to_rematerialise
 
         started = time.perf_counter()
@@ -163,6 +167,9 @@ class Corpus:
                 self._classify(report, work, state, "paper", paper, paper_source_hash(paper),
                                self._paper_context(paper))
             removed = [key for key in state if key not in seen]
+            with self.meta.write() as conn:      # once, for a data directory synced before the table existed
+                held_papers.ensure_complete(conn, [k for k, row in state.items() if row[0] == "paper"],
+                                            self._stored_manifest)
             with ProgressReporter(len(work) + len(removed), "Syncing corpus", enabled=progress) as bar:
                 if removed:
                     self._remove(removed, report)
@@ -171,6 +178,12 @@ class Corpus:
                 for start in range(0, len(work), BATCH):
                     self._apply(work[start:start + BATCH], report)
                     bar.update(len(work[start:start + BATCH]))
+            # one dense pass after every FTS batch is committed: lexical search covers the whole
+            # library within seconds of a big first sync, and the vectors fill in behind it
+            from .dense_phase import fill_vectors
+
+            if vectors:
+                fill_vectors(self.indexer, report, progress)
         report.seconds = time.perf_counter() - started
         if self.events is not None:
             self.events.emit("sync", **report.counts, changed_keys=report.changed_keys[:1000],
@@ -221,7 +234,6 @@ class Corpus:
         finally:
             for *_, bundle in prepared:
                 bundle.discard()  # no-op for installed bundles (their temp dir is gone)
-        self._commit_vectors(report)
 
     def _commit_vectors(self, report: SyncReport | None = None) -> None:
         if self.indexer is None:
@@ -266,6 +278,12 @@ class Corpus:
                                 durable=self.durable)
         return converted, manifest, bundle
 
+    def _stored_manifest(self, key: str) -> dict:
+        try:
+            return read_manifest(self.corpus_dir / key)
+        except (BundleError, OSError, ValueError):
+            return {}                           # a missing bundle: its title comes back with its next sync
+
     def _commit_one(self, conn, item: _Work, manifest: dict, markdown: str, bundle: PreparedBundle) -> None:
         """Inside a transaction: meta row, index rows, then the bundle rename (last, so a failure
         before it leaves the old bundle in place)."""
@@ -275,6 +293,8 @@ class Corpus:
             converter_version=CONVERTER_VERSION, bundle_path=f"{self.corpus_dir.name}/{record.key}",
             title=manifest["title"], parent_key=manifest.get("parent_key"), updated_at=manifest["converted_at"],
             context_hash=item.context_hash, collections=tuple(manifest.get("collections") or ())))
+        if item.kind == "paper":               # the online turns' "already held?" lookup (held_papers.py)
+            held_papers.record(conn, record.key, manifest.get("doi"), manifest["title"])
         if self.indexer is not None:
             self.indexer.stage(conn, manifest, markdown)
         bundle.install()
@@ -306,6 +326,7 @@ class Corpus:
                 if self.indexer is not None:
                     self.indexer.unstage(conn, key)
                 self.meta.delete(conn, key)
+                held_papers.forget(conn, key)
         for key in keys:
             remove_bundle(self.corpus_dir, key)
         self._commit_vectors(report)   # in a sync, a vector-store error is a warning (as in _apply)

@@ -87,6 +87,8 @@ class HybridIndex:
         self._lock = threading.RLock()
         self._frequencies = DocumentFrequencies()   # used under self._lock, like the connection
         self._pool: ThreadPoolExecutor | None = None     # runs FTS beside the dense side (hybrid mode)
+        self._warmup: Any = None                  # DenseWarmup once start_warmup() ran (notebook kernels)
+        self._allowed_ids: Any = None             # filtered.AllowedIds, made on the first filtered search
         Path(paths.root).mkdir(parents=True, exist_ok=True)
         try:
             self._conn = sqlite3.connect(str(paths.meta_db), isolation_level=None,
@@ -156,6 +158,26 @@ class HybridIndex:
                 self._vectors = VectorStore(self.paths, self.config, model_id=model_id, dim=dim)
             return self._vectors
 
+    def start_warmup(self) -> Any:
+        """Load the model and open (and reconcile) the vector store on a background thread.
+
+        Until it is done, hybrid searches answer lexically with a notice (see index/warmup.py).
+        """
+        from zocrates_nb.index.warmup import DenseWarmup
+
+        with self._lock:
+            if self._warmup is None:
+                self._warmup = DenseWarmup(self).start()
+            return self._warmup
+
+    @property
+    def _allowed(self) -> Any:
+        if self._allowed_ids is None:
+            from zocrates_nb.index.filtered import AllowedIds
+
+            self._allowed_ids = AllowedIds(self.paths.meta_db)
+        return self._allowed_ids
+
     @property
     def vectors(self) -> Any:
         """The vector store, reconciled with the FTS rows the first time it is used."""
@@ -171,6 +193,10 @@ class HybridIndex:
         stale = fts.replace_document(conn, doc, rows)
         pending.add(conn, [r.chunk_id for r in rows] + list(stale))   # durable: survives a kill before COMMIT
         with self._lock:
+            if not self._pending:
+                from zocrates_nb.index.dense_fill import mark_pending
+
+                mark_pending(self.paths.root)     # a kill from here on leaves vectors to resume
             self._pending.update(r.chunk_id for r in rows)
             self._pending.update(stale)
 
@@ -188,12 +214,23 @@ class HybridIndex:
         ``chunks`` table: present → embed and upsert, absent → delete. A transaction
         the corpus rolled back therefore never leaves vectors behind.
         """
+        from zocrates_nb.index.dense_fill import clear_progress, interrupted
+
         with self._lock:
             pending, self._pending = self._pending, set()
-        if not pending:
+        resume = interrupted(self.paths.root)      # a fill killed before it finished: embed what is missing
+        if not pending and not resume:
             return {"upserted": 0, "deleted": 0}
         try:
-            return self._sync_ids(pending, progress)
+            if resume:
+                fixed = self.reconcile(progress=progress, skip=pending)
+                clear_progress(self.paths.root)
+            result = self._sync_ids(pending, progress) if pending else {"upserted": 0, "deleted": 0}
+            clear_progress(self.paths.root)
+            if resume:
+                result = {"upserted": result["upserted"] + fixed["embedded"],
+                          "deleted": result["deleted"] + fixed["deleted"]}
+            return result
         except BaseException:
             with self._lock:
                 self._pending |= pending          # keep them queued; reconcile would find them anyway
@@ -211,12 +248,12 @@ class HybridIndex:
         if gone:
             store.delete_ids(gone)
         todo = [rows[c] for c in sorted(rows)]
-        for start in range(0, len(todo), _EMBED_BATCH):
-            batch = todo[start:start + _EMBED_BATCH]
-            vectors = self.embedder.embed([embedding_text(r.title, r.text, r.context) for r in batch])
-            store.upsert([r.chunk_id for r in batch], vectors, [_metadata(r) for r in batch])
-            if progress:
-                progress(min(start + _EMBED_BATCH, len(todo)), len(todo))
+        if todo:
+            from zocrates_nb.index.dense_fill import embed_rows
+
+            # identical texts once, sorted by length across the job, progress file (index/dense_fill.py)
+            embed_rows(todo, lambda r: embedding_text(r.title, r.text, r.context), self.embedder, store, _metadata,
+                       root=self.paths.root, batch=_EMBED_BATCH, progress=progress)
         self._write(lambda conn: pending.remove(conn, ids))
         return {"upserted": len(todo), "deleted": len(gone)}
 
@@ -343,7 +380,13 @@ class HybridIndex:
         found: list[tuple[str, str, float]] | None = None
         if mode == "lexical" or (mode == "hybrid" and job is None):
             found = self._lexical(text, depth, filters)
-        if mode in ("hybrid", "dense"):
+        loading = self._warmup.notice() if self._warmup is not None and mode == "hybrid" and fallback else None
+        if loading and query_embedding is None:
+            notices.append(loading)
+            lists["dense"], raw_scores["dense"] = [], {}
+        elif mode in ("hybrid", "dense"):
+            if self._warmup is not None:
+                self._warmup.wait()               # dense asked for explicitly: wait for the load
             try:
                 found_dense = self._dense(text, depth, filters, query_embedding)
             except ZocratesError as exc:
@@ -369,6 +412,8 @@ class HybridIndex:
         return self._assemble(lists, raw_scores, k, collapse, mode, text), notices
 
     def _lexical(self, text: str, depth: int, filters: Mapping[str, str]) -> list[tuple[str, str, float]]:
+        if filters and not self._allowed.get(filters):
+            return []                             # nothing passes: no need to rank every match first
         return self._read(lambda conn: lexical_search(conn, text, depth, filters, self._frequencies))
 
     def _lexical_pool(self) -> ThreadPoolExecutor:
@@ -382,7 +427,13 @@ class HybridIndex:
 
         if query_embedding is None:
             query_embedding = self.embedder.embed([text])[0]
-        return self.vectors.query(query_embedding, depth, where=where_for(filters))
+        if not filters:
+            return self.vectors.query(query_embedding, depth)
+        from zocrates_nb.index.filtered import dense_with_filter
+
+        allowed = self._allowed.get(filters)
+        return dense_with_filter(self.vectors, query_embedding, depth, allowed, self._allowed.total,
+                                 where_for(filters), self._allowed.small_sets)
 
     def _assemble(self, lists: dict[str, list[str]], raw_scores: dict[str, dict[str, float]], k: int,
                   collapse: bool, mode: str, query: str = "") -> list[SearchHit]:
@@ -519,9 +570,13 @@ class HybridIndex:
         self._read(fts.integrity_check)
 
     def close(self) -> None:
+        if self._warmup is not None:
+            self._warmup.wait()                   # never close the store under the loading thread
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        if self._allowed_ids is not None:
+            self._allowed_ids.close()
         with self._lock:
             if self._vectors is not None:
                 self._vectors.close()

@@ -288,8 +288,12 @@ class VectorStore:
             self._run(lambda col, p=part: col.delete(ids=p), write=True)
 
     def query(self, embedding: np.ndarray | Sequence[float], k: int,
-              where: Mapping[str, Any] | None = None) -> list[tuple[str, float]]:
-        """The ``k`` nearest chunks as ``(chunk_id, cosine distance)``, nearest first."""
+              where: Mapping[str, Any] | None = None, ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` nearest chunks as ``(chunk_id, cosine distance)``, nearest first.
+
+        ``ids`` restricts the search to those chunk ids (a pre-computed filter: cheaper than a
+        metadata ``where`` for a few thousand ids, see index/filtered.py).
+        """
         vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
         if vector.shape != (self.dim,):
             raise ValueError(f"expected a query vector of {self.dim} dimensions, got {vector.shape}")
@@ -301,6 +305,8 @@ class VectorStore:
             # answers an oversized n_results (or an empty collection) with what it has. Servers
             # that refuse instead get the count-capped retry.
             query = dict(query_embeddings=[vector], where=dict(where) if where else None, include=["distances"])
+            if ids is not None:
+                query["ids"] = list(ids)
             try:
                 result = col.query(n_results=int(k), **query)
             except Exception as exc:  # noqa: BLE001 — only the "more results than elements" refusal is retried
@@ -314,6 +320,17 @@ class VectorStore:
             return [(cid, float(dist)) for cid, dist in zip(result["ids"][0], result["distances"][0])]
 
         return self._run(run)
+
+    def embeddings(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The stored vectors of those ``ids`` that exist (for an exact search over a small set)."""
+        result = self._run(lambda col: col.get(ids=[str(i) for i in ids], include=["embeddings"]))
+        found = list(result["ids"])
+        matrix = np.asarray(result["embeddings"], dtype=np.float32).reshape(len(found), self.dim)
+        return found, matrix
+
+    def generation(self) -> str | None:
+        """A token that changes with every write to this store (persistent mode); None on a server."""
+        return self._read_generation() if self.mode == "persistent" else None
 
     def count(self) -> int:
         return int(self._run(lambda col: col.count()))
