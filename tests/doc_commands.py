@@ -20,6 +20,7 @@ PROGRAM = "zocrates-nb"
 _FENCE_RE = re.compile(r"^\s*(```|~~~)\s*([\w+-]*)")
 _SHELL_LANGS = {"", "bash", "sh", "shell", "console", "zsh", "text"}
 _INLINE_RE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+_BARE_WORD_RE = re.compile(r"[a-z][a-z-]*")
 _SYNOPSIS_RE = re.compile(r"\[|\]|\\\||\s\|\s|…|\.\.\.|\|")
 
 
@@ -35,6 +36,11 @@ class DocCommand:
     @property
     def is_synopsis(self) -> bool:
         return bool(_SYNOPSIS_RE.search(self.text))
+
+    @property
+    def is_mention(self) -> bool:
+        """A command named inline in prose, without its arguments (`zocrates-nb profile set`)."""
+        return self.block is None and all(_BARE_WORD_RE.fullmatch(w) for w in self.text.split()[1:])
 
     @property
     def where(self) -> str:

@@ -40,10 +40,7 @@ ZOTERO_USER_ID = 8230813          # account.userID of the shared profile (and of
 API_KEY = "doc-test-key-123"
 
 #: Commands that are allowed a nonzero exit, with the reason (keyed by the command as written).
-EXPECTED_NONZERO: dict[str, tuple[int, str]] = {
-    "zocrates-nb profile set": (2, "prose mention of the command name; it needs --file or --text"),
-    "zocrates-nb eval": (1, "prose mention of the command name; it needs --dataset or --notes"),
-}
+EXPECTED_NONZERO: dict[str, tuple[int, str]] = {}
 #: Commands that are not run, with the reason.
 NOT_RUN: dict[str, str] = {
     "zocrates-nb llm set --api-key-stdin < keyfile": "shell redirection from a user's file; "
@@ -167,6 +164,9 @@ def test_doc_command_runs(group, fixtures, tmp_path, monkeypatch, capsys):
     data = tmp_path / "data"
     shutil.copytree(fixtures["demo_template"], data)
     monkeypatch.setenv("ZOCRATES_HOME", str(data))
+    from zocrates_nb.paths import model_cache_dir
+
+    monkeypatch.setenv("ZOCRATES_MODEL_DIR", str(model_cache_dir()))  # the machine's built model, before HOME moves
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ZOCRATES_ZOTERO_PROFILE_ROOTS", "")
     monkeypatch.setenv("ZOCRATES_ZOTERO_LOCAL_PORT", "9")
@@ -190,6 +190,8 @@ def test_doc_command_runs(group, fixtures, tmp_path, monkeypatch, capsys):
             code = exc.code
         out, err = capsys.readouterr()
         expected = EXPECTED_NONZERO.get(command.text, (0, ""))[0]
+        if command.is_mention and code == 2 and "usage:" in err:
+            continue  # the name of a command mentioned in prose; argparse knows it and asks for its arguments
         assert code == expected, _describe(command, argv, out, err, code)
         assert "Traceback" not in err, _describe(command, argv, out, err, code)
 
