@@ -23,7 +23,7 @@ from .summary import cut_at_word, count_words, extractive_summary
 from .toc import build_toc, heading_text, iter_headings
 
 if TYPE_CHECKING:
-    from ..library.base import Paper
+    from ..records import Paper
 
 #: bump when the Markdown produced for the same input changes; every bundle then counts as stale
 CONVERTER_VERSION = "zocrates-convert/3"
