@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConversionError
 from .html import html_to_markdown_with_warnings, note_title
-from .summary import cut_at_word, count_words, extractive_summary
+from .summary import count_words, cut_at_word, extractive_summary
 from .toc import build_toc, heading_text, iter_headings
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def convert_note(html: str | bytes) -> ConvertedNote:
                          source_hash=source_hash, warnings=tuple(warnings))
 
 
-def paper_source_hash(paper: "Paper") -> str:
+def paper_source_hash(paper: Paper) -> str:
     """SHA-256 over every paper field that reaches its bundle (staleness for papers)."""
     record = [paper.key, paper.title, paper.item_type, list(paper.creators), paper.year, paper.date,
               paper.doi, paper.publication, paper.abstract, list(paper.collections)]
@@ -128,7 +128,7 @@ def _escape_block_start(paragraph: str) -> str:
     return "\\" + paragraph if paragraph[:1] in "#>-+*|" else paragraph
 
 
-def _paper_markdown(paper: "Paper") -> str:
+def _paper_markdown(paper: Paper) -> str:
     title = " ".join((paper.title or "Untitled paper").split())
     lines = [f"# {title}", ""]
     facts = []
@@ -150,7 +150,7 @@ def _paper_markdown(paper: "Paper") -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def convert_paper(paper: "Paper") -> ConvertedNote:
+def convert_paper(paper: Paper) -> ConvertedNote:
     """A paper record → Markdown (title, authors, year, venue, DOI, ## Abstract, ## Full text)."""
     markdown = _paper_markdown(paper)
     if paper.abstract and paper.abstract.strip():

@@ -16,6 +16,8 @@ from __future__ import annotations
 import html as html_lib
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 import markdownify
@@ -133,6 +135,76 @@ def format_citation(data_citation: str | None, known: dict[str, dict]) -> str:
     return "(" + "; ".join(_format_citation_item(i, known) for i in items if isinstance(i, dict)) + ")"
 
 
+@dataclass
+class _Found:
+    """What one walk over a parsed note found: elements to remove (and why), and nodes to rewrite by kind."""
+
+    doomed: list[Tag] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+    hidden: int = 0
+    tags: dict[str, list[Tag]] = field(default_factory=lambda: {name: [] for name in _REWRITE_KINDS})
+
+
+_REWRITE_KINDS = ("wrapper", "annotation", "citation", "block_math", "inline_math", "img", "strike", "a", "items")
+
+
+def _collect(soup: BeautifulSoup) -> _Found:
+    """One walk over the tree: elements to drop or hide, and each Zotero-specific node by its rewrite kind."""
+    found = _Found()
+    for tag in soup.find_all(True):
+        if _doom(tag, found):
+            continue
+        attrs = tag.attrs
+        if "data-citation-items" in attrs:
+            found.tags["items"].append(tag)
+        kind = _rewrite_kind(tag)
+        if kind is not None:
+            found.tags[kind].append(tag)
+        if tag.name == "span" and "style" in attrs and _STRIKE_STYLE.search(attrs["style"]):
+            found.tags["strike"].append(tag)
+    return found
+
+
+def _doom(tag: Tag, found: _Found) -> bool:
+    """Mark a dropped (script, iframe, …) or hidden element for removal; True when it was marked."""
+    attrs = tag.attrs
+    if tag.name in _DROP_SET:
+        found.doomed.append(tag)
+        if tag.name in _REPORTED_DROPS:
+            found.dropped[tag.name] = found.dropped.get(tag.name, 0) + 1
+        return True
+    if "hidden" in attrs or ("style" in attrs and _HIDDEN_STYLE.search(attrs["style"])):
+        found.doomed.append(tag)
+        found.hidden += 1
+        return True
+    return False
+
+
+def _rewrite_kind(tag: Tag) -> str | None:
+    """Which Zotero-specific rewrite a node needs (wrapper, annotation, citation, math, image, unsafe link)."""
+    name, attrs = tag.name, tag.attrs
+    classes = attrs.get("class") or ()
+    if name == "div" and ("data-schema-version" in attrs or "zotero-note" in classes):
+        return "wrapper"
+    if name == "span" and classes:
+        if ("highlight" in classes or "underline" in classes) and "data-annotation" in attrs:
+            return "annotation"
+        if "citation" in classes:
+            return "citation"
+        return "inline_math" if "math" in classes else None
+    if name == "pre" and "math" in classes:
+        return "block_math"
+    if name == "img":
+        return "img"
+    if name == "a" and "href" in attrs and not _SAFE_LINK.match(attrs["href"]):
+        return "a"
+    return None
+
+
+def _to_strike(tag: Tag) -> None:
+    tag.name = "s"
+
+
 class _Rewriter:
     """Rewrites Zotero-specific nodes of one parsed note; collects placeholders and warnings."""
 
@@ -154,69 +226,41 @@ class _Rewriter:
 
     def rewrite(self, soup: BeautifulSoup) -> None:
         """One walk over the tree collects the nodes to rewrite; they are then rewritten in order."""
-        dropped: dict[str, int] = {}
-        doomed, hidden, found = [], 0, {name: [] for name in (
-            "wrapper", "annotation", "citation", "block_math", "inline_math", "img", "strike", "a", "items")}
-        for tag in soup.find_all(True):
-            name, attrs = tag.name, tag.attrs
-            if name in _DROP_SET:
-                doomed.append(tag)
-                if name in _REPORTED_DROPS:
-                    dropped[name] = dropped.get(name, 0) + 1
-                continue
-            if "hidden" in attrs or ("style" in attrs and _HIDDEN_STYLE.search(attrs["style"])):
-                doomed.append(tag)
-                hidden += 1
-                continue
-            classes = attrs.get("class") or ()
-            if "data-citation-items" in attrs:
-                found["items"].append(tag)
-            if name == "div" and ("data-schema-version" in attrs or "zotero-note" in classes):
-                found["wrapper"].append(tag)
-            elif name == "span" and classes:
-                if ("highlight" in classes or "underline" in classes) and "data-annotation" in attrs:
-                    found["annotation"].append(tag)
-                elif "citation" in classes:
-                    found["citation"].append(tag)
-                elif "math" in classes:
-                    found["inline_math"].append(tag)
-            elif name == "pre" and "math" in classes:
-                found["block_math"].append(tag)
-            elif name == "img":
-                found["img"].append(tag)
-            elif name == "a" and "href" in attrs and not _SAFE_LINK.match(attrs["href"]):
-                found["a"].append(tag)
-            if name == "span" and "style" in attrs and _STRIKE_STYLE.search(attrs["style"]):
-                found["strike"].append(tag)
-        for tag in doomed:
+        found = _collect(soup)
+        self._drop(found)
+        self._apply(soup, {kind: [t for t in tags if not t.decomposed] for kind, tags in found.tags.items()})
+
+    def _drop(self, found: _Found) -> None:
+        """Remove dropped and hidden elements, saying so: their content is not part of the note text."""
+        for tag in found.doomed:
             if not tag.decomposed:
                 tag.decompose()
-        for name, count in sorted(dropped.items()):
+        for name, count in sorted(found.dropped.items()):
             self.warnings.append(f"removed {count} <{name}> element(s); their content is not part of the note text")
-        if hidden:
-            self.warnings.append(f"removed {hidden} hidden element(s)")
-        live = {kind: [t for t in tags if not t.decomposed] for kind, tags in found.items()}
+        if found.hidden:
+            self.warnings.append(f"removed {found.hidden} hidden element(s)")
+
+    def _apply(self, soup: BeautifulSoup, live: dict[str, list[Tag]]) -> None:
+        """Rewrite the collected nodes kind by kind, in this order (annotations before citations: an
+        annotation's quote is followed by its citation). Nodes a previous rewrite detached are skipped
+        where a rewrite needs the node in the tree."""
         known = self._citation_items(live["items"])
-        for wrapper in live["wrapper"]:
-            wrapper.unwrap()
-        for span in live["annotation"]:
-            self._annotation(soup, span)
-        for span in live["citation"]:
-            if span.parent is not None:
-                self._citation(soup, span, known)
-        for pre in live["block_math"]:
-            pre.replace_with(self._block_token(soup, self._math(pre.get_text(), block=True)))
-        for span in live["inline_math"]:
-            if span.parent is not None:
-                span.replace_with(self._inline_token(soup, self._math(span.get_text(), block=False)))
-        for img in live["img"]:
-            if img.parent is not None:
-                self._image(soup, img)
-        for span in live["strike"]:
-            span.name = "s"
-        for link in live["a"]:
-            if link.parent is not None:
-                link.unwrap()  # javascript:, data:, vbscript: … keep the text, drop the target
+        steps: tuple[tuple[str, bool, Callable[[Tag], object]], ...] = (
+            ("wrapper", False, lambda tag: tag.unwrap()),
+            ("annotation", False, lambda tag: self._annotation(soup, tag)),
+            ("citation", True, lambda tag: self._citation(soup, tag, known)),
+            ("block_math", False,
+             lambda tag: tag.replace_with(self._block_token(soup, self._math(tag.get_text(), block=True)))),
+            ("inline_math", True,
+             lambda tag: tag.replace_with(self._inline_token(soup, self._math(tag.get_text(), block=False)))),
+            ("img", True, lambda tag: self._image(soup, tag)),
+            ("strike", False, _to_strike),
+            ("a", True, lambda tag: tag.unwrap()),  # javascript:, data:, vbscript: … keep the text, drop the target
+        )
+        for kind, needs_parent, rewrite_one in steps:
+            for tag in live[kind]:
+                if not needs_parent or tag.parent is not None:
+                    rewrite_one(tag)
 
     @staticmethod
     def _citation_items(holders: list[Tag]) -> dict[str, dict]:

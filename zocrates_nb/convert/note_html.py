@@ -14,7 +14,7 @@ body text: a round trip the tests check.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from markdown_it import MarkdownIt
 
@@ -57,7 +57,7 @@ def _extract_math(markdown: str) -> tuple[str, list[str], list[str]]:
         if stripped.startswith("$$"):
             end = _block_math_end(lines, i)
             if end is not None:
-                body = "\n".join(l.strip() for l in lines[i:end + 1])[2:-2]
+                body = "\n".join(row.strip() for row in lines[i:end + 1])[2:-2]
                 blocks.append(body.strip())
                 indent = line[: len(line) - len(line.lstrip())]
                 out.append(f"{indent}{_BLOCK_OPEN}{len(blocks) - 1}{_BLOCK_CLOSE}")
