@@ -82,7 +82,7 @@ def _split_long(text: str, target_words: int, overlap_words: int) -> list[str]:
     step = max(1, target_words - overlap_words)
     pieces = []
     for start in range(0, len(words), step):
-        pieces.append(" ".join(words[start:start + target_words]))
+        pieces.append(" ".join(words[start : start + target_words]))
         if start + target_words >= len(words):
             break
     return pieces
@@ -205,7 +205,7 @@ def _units(text: str, budget: int, count_tokens: TokenCounter) -> list[str]:
 def _fits(pieces: list[str], start: int, budget: int, count_tokens: TokenCounter) -> int:
     """The largest end such that ``pieces[start:end]`` fits ``budget`` tokens (at least one piece)."""
     low, high = start + 1, len(pieces)
-    while low < high:                                   # binary search: log n tokenizer calls
+    while low < high:  # binary search: log n tokenizer calls
         mid = (low + high + 1) // 2
         if count_tokens("".join(pieces[start:mid])) <= budget:
             low = mid
@@ -235,14 +235,13 @@ def split_to_window(text: str, budget: int, count_tokens: TokenCounter, overlap_
         if end >= len(pieces):
             break
         back = end
-        while back > start + 1 and count_tokens("".join(pieces[back - 1:end])) <= overlap_tokens:
+        while back > start + 1 and count_tokens("".join(pieces[back - 1 : end])) <= overlap_tokens:
             back -= 1
         start = max(back, start + 1)
     return out
 
 
-def chunk_to_window(markdown: str, budget: int, count_tokens: TokenCounter, *,
-                    overlap_tokens: int = 32) -> list[Chunk]:
+def chunk_to_window(markdown: str, budget: int, count_tokens: TokenCounter, *, overlap_tokens: int = 32) -> list[Chunk]:
     """Markdown → chunks none of which is longer than ``budget`` tokens as ``count_tokens`` counts.
 
     ``count_tokens`` is the embedder's own tokenizer (passed in, so this module stays pure): the
@@ -261,8 +260,9 @@ def chunk_to_window(markdown: str, budget: int, count_tokens: TokenCounter, *,
     # packed chunks nearly fill the window (5 % slack) and few need a further split
     estimate = estimate_tokens(markdown) or 1
     calibrated = budget * estimate / whole * 0.95
-    packed = chunk_markdown(markdown, target_tokens=max(16, int(calibrated)),
-                            overlap_tokens=max(0, int(overlap_tokens * estimate / whole)))
+    packed = chunk_markdown(
+        markdown, target_tokens=max(16, int(calibrated)), overlap_tokens=max(0, int(overlap_tokens * estimate / whole))
+    )
     out: list[Chunk] = []
     for chunk in packed:
         for piece in split_to_window(chunk.text, budget, count_tokens, overlap_tokens):

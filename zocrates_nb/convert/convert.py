@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConversionError
 from .html import html_to_markdown_with_warnings, note_title
@@ -36,14 +36,14 @@ class ConvertedNote:
 
     markdown: str
     title: str
-    toc: list[dict]
+    toc: list[dict[str, Any]]
     abstract: str | None
     abstract_source: str | None
     word_count: int
     source_hash: str
     warnings: tuple[str, ...] = field(default=())
 
-    def manifest_fields(self, content_type: str = "text/note") -> dict:
+    def manifest_fields(self, content_type: str = "text/note") -> dict[str, Any]:
         """The OKF v0.2 manifest fields that conversion alone determines (the corpus adds
         key, parent, collections and ``converted_at``); what ``zocrates-nb convert --json`` prints."""
         return {"okf_version": "0.2", "content_type": content_type,
@@ -153,6 +153,8 @@ def _paper_markdown(paper: Paper) -> str:
 def convert_paper(paper: Paper) -> ConvertedNote:
     """A paper record → Markdown (title, authors, year, venue, DOI, ## Abstract, ## Full text)."""
     markdown = _paper_markdown(paper)
+    abstract: str | None
+    source: str | None
     if paper.abstract and paper.abstract.strip():
         abstract, source = cut_at_word(" ".join(paper.abstract.split())), "metadata"
     else:  # summarise the full text, not the metadata lines

@@ -14,7 +14,7 @@ body text: a round trip the tests check.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from markdown_it import MarkdownIt
 
@@ -96,7 +96,7 @@ def _extract_inline(line: str, inline: list[str]) -> str:
     return "".join(pieces)
 
 
-def _replace_math(text: str, hold) -> str:
+def _replace_math(text: str, hold: Callable[[str], str]) -> str:
     text = _DISPLAY_INLINE.sub(lambda m: hold(f"$${m.group(1).strip()}$$"), text)
     return _INLINE_MATH.sub(lambda m: hold(f"${m.group(1)}$"), text)
 

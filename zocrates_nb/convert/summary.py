@@ -57,7 +57,7 @@ def iter_blocks(markdown: str) -> Iterator[tuple[str, str]]:
             j = i + 1
             while j < n and not lines[j].strip().startswith(fence):
                 j += 1
-            yield "code", "\n".join(lines[i + 1:j])
+            yield "code", "\n".join(lines[i + 1 : j])
             i = j + 1
             continue
         if line.startswith("#") and re.match(r"#{1,6}\s", line):
