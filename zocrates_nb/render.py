@@ -1,11 +1,9 @@
 """Pure HTML builders for everything the notebook shows: search results, answers, note bundles.
 
-The one renderer: engine objects' rich reprs (``SearchResults``, ``Answer``, ``BundleView``, ``SavedNote``)
-and the chat panel in ``widgets/`` all call it, so it lives outside ``widgets/`` and imports no UI library.
-
-Why pure: ``_repr_html_`` of engine objects (``SearchResults``, ``Answer``, ``BundleView``) and the
-chat panel all call these functions, so they must not import ipywidgets or touch files, and they
-can be tested as plain strings. Why sanitize: note HTML, note Markdown and LLM answers are
+The one renderer: ``_repr_html_`` of engine objects (``SearchResults``, ``Answer``, ``BundleView``,
+``SavedNote``) and the chat panel in ``widgets/`` all call these functions; agents and tools hand back
+data. So this module lives outside ``widgets/``, imports no UI library and touches no files, and its
+output can be tested as plain strings. Why sanitize: note HTML, note Markdown and LLM answers are
 attacker-influenced, and JupyterLab runs ``<script>`` in trusted outputs (stored XSS in the Jupyter
 origin). Every untrusted fragment goes through ``zocrates_nb.sanitize.sanitize_html``; every plain
 string goes through ``html.escape``; only the structure built here is trusted.
