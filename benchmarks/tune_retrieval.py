@@ -13,7 +13,7 @@ import argparse
 import time
 from pathlib import Path
 
-from zocrates_nb.diagnostics.eval import evaluate_run
+from zocrates_nb.diagnostics.ir_metrics import evaluate_run
 from zocrates_nb.evaluate import load_beir, open_eval_index, run_rankings
 from zocrates_nb.index import fts
 from zocrates_nb.index.hybrid import rrf

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from zocrates_nb.config import DEFAULT_CONFIG, ConfigStore, LLMSettings
+from zocrates_nb.credentials import get_api_key, redact, store_api_key
 from zocrates_nb.errors import ConfigError, ValidationError
 from zocrates_nb.paths import DataPaths
-from zocrates_nb.secrets import get_api_key, redact, store_api_key
 
 REPO = Path(__file__).resolve().parents[1]
 

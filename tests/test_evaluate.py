@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from zocrates_nb.diagnostics.eval import evaluate_run, mrr_at_k, ndcg_at_k, parse_metric, recall_at_k
+from zocrates_nb.diagnostics.ir_metrics import evaluate_run, mrr_at_k, ndcg_at_k, parse_metric, recall_at_k
 from zocrates_nb.diagnostics.events import EventLog
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.evaluate import load_beir, load_note_questions, run_beir_eval, run_notes_eval

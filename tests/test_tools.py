@@ -242,3 +242,13 @@ def test_a_collection_or_parent_filter_naming_nothing_is_an_error(tools):
     # the agent reads the error and its hint instead of "no results"
     text = tools.call_tool("search_corpus", {"query": "spots", "filters": {"collection": "nonexistent"}})
     assert text.startswith("Error: No collection 'nonexistent'") and "Spatial" in text
+
+
+def test_tool_description_states_the_one_inline_threshold():
+    """The 50-word threshold is one constant: the tool description is generated from it (issue 12)."""
+    from zocrates_nb import records, render, tools
+    from zocrates_nb.agents import library_agent
+
+    description = TOOL_SPECS[0]["function"]["description"]
+    assert f"under {records.INLINE_WORDS} words" in description
+    assert tools.INLINE_WORDS is render.INLINE_WORDS is library_agent.INLINE_WORDS is records.INLINE_WORDS

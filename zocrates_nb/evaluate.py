@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from zocrates_nb.diagnostics.eval import evaluate_run, mrr_at_k, recall_at_k
+from zocrates_nb.diagnostics.ir_metrics import evaluate_run, mrr_at_k, recall_at_k
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.hashing import sha256_file
 from zocrates_nb.index.fts import ChunkRow, DocumentRow

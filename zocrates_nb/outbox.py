@@ -20,13 +20,13 @@ import json
 import secrets
 import sqlite3
 import time
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
-from .library.base import Note, new_key
 from .locks import file_lock
+from .records import Note, new_key
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, write_token TEXT NOT NULL, html TEXT NOT NULL,
@@ -74,7 +74,7 @@ class Outbox:
         self.path, self.lock_path = Path(path), Path(lock_path)
 
     @classmethod
-    def for_paths(cls, paths) -> "Outbox":
+    def for_paths(cls, paths) -> Outbox:
         return cls(paths.root / "outbox.sqlite", paths.locks / "outbox.lock")
 
     def _connect(self) -> sqlite3.Connection:
@@ -160,8 +160,8 @@ class Outbox:
         ``send`` raises ``WriterUnavailable`` when Zotero cannot be reached (stop: the rest
         would fail the same way) or ``LibraryError`` when Zotero refused this one note.
         """
-        from .library.note_writer import WriterUnavailable
         from .errors import LibraryError
+        from .library.note_writer import WriterUnavailable
 
         report = PushReport([], [])
         with file_lock(self.lock_path, timeout=lock_timeout):

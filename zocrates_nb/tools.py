@@ -11,13 +11,12 @@ The evidence text is a contract the agents (and their prompts) read:
   ``[Paper Key: P]`` for paper chunks (with title, first author, year and text).
 
 Untrusted text (notes, papers) can never forge a header: inlined lines are all
-prefixed with ``> `` and other passages are folded onto one line. In notebooks the
-results render as an HTML table in which every string is escaped.
+prefixed with ``> `` and other passages are folded onto one line. The tools hand back
+data; in notebooks ``SearchResults`` renders through the one renderer, ``zocrates_nb.render``.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import time
@@ -26,11 +25,11 @@ from typing import Any, Iterator, Mapping
 
 from zocrates_nb.errors import QueryError, ZocratesError
 from zocrates_nb.index.ranking import SearchHit, prepare_query
+from zocrates_nb.records import INLINE_WORDS
 
 __all__ = ["LibraryTools", "SearchResults", "TOOL_SPECS", "INLINE_WORDS", "format_hit", "format_evidence",
            "markdown_to_plain"]
 
-INLINE_WORDS = 50
 _EXCERPT_WORDS = 80
 _MAX_K = 50            # the agents' tool: more evidence than this only dilutes a model's context
 MAX_PUBLIC_K = 1000    # wb.search / `zocrates-nb search`: people page through long result lists
@@ -158,57 +157,10 @@ class SearchResults:
         return self.evidence_text
 
     def _repr_html_(self) -> str:
-        return render_results_html(self)
+        from zocrates_nb.render import render_search_results  # the one renderer (sanitized, escaped)
 
-
-def _rank(value: int | None) -> str:
-    return "–" if value is None else f"#{value}"
-
-
-_LEFT = 'style="text-align:left"'
-
-
-def render_results_html(results: SearchResults) -> str:
-    """A compact table: provenance, title/citation, inlined note or excerpt, ranks, score.
-
-    Every string from a note or paper goes through ``html.escape``; nothing from the
-    corpus is ever emitted as markup. Cells carry ``text-align:left`` themselves because
-    JupyterLab's output CSS right-aligns table cells.
-    """
-    esc = html.escape
-    parts = ['<div class="zocrates-search" style="font-size:0.9em">',
-             f"<p><b>{len(results.hits)}</b> results for <q>{esc(results.query[:200])}</q> "
-             f"<span style=\"color:#666\">({esc(results.mode)}, {results.latency_ms:.0f} ms)</span></p>"]
-    if results.notice:
-        parts.append(f'<p style="color:#8a5a00">{esc(results.notice)}</p>')
-    head = "".join(f"<th {_LEFT}>{name}</th>" for name in
-                   ("#", "Source", "Title", "Evidence", "Lexical", "Dense", "Score"))
-    parts.append(f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead><tbody>')
-    for i, hit in enumerate(results.hits, start=1):
-        if hit.kind == "note":
-            source = f"note <code>{esc(hit.key)}</code>"
-            if hit.parent_key:
-                source += f"<br><small>on paper <code>{esc(hit.parent_key)}</code></small>"
-        else:
-            source = f"paper <code>{esc(hit.key)}</code>"
-        title = esc(hit.title or "(untitled)")
-        if hit.citation:
-            title += f"<br><small>{esc(hit.citation)}</small>"
-        if is_inlined(hit):
-            body = "<br>".join(esc(line) for line in markdown_to_plain(hit.text).splitlines())
-            evidence = f'<blockquote style="margin:0;border-left:3px solid #ccc;padding-left:6px">{body}</blockquote>'
-        elif hit.kind == "note":
-            evidence = (f"{esc(_one_line(hit.abstract or hit.text, 40))}<br>"
-                        f"<small>→ read_document(&quot;{esc(hit.key)}&quot;), {_word_count(hit)} words</small>")
-        else:
-            section = f"<small>§ {esc(hit.section)}</small><br>" if hit.section else ""
-            evidence = section + esc(_one_line(hit.text, 40))
-        cells = (i, source, title, evidence, _rank(hit.ranks.get("lexical")), _rank(hit.ranks.get("dense")),
-                 f"{hit.score:.4f}")
-        parts.append('<tr style="border-top:1px solid #ddd;vertical-align:top">'
-                     + "".join(f"<td {_LEFT}>{cell}</td>" for cell in cells) + "</tr>")
-    parts.append("</tbody></table></div>")
-    return "".join(parts)
+        return render_search_results(self.hits, query=self.query, mode=self.mode, latency_ms=self.latency_ms,
+                                     notice=self.notice)
 
 
 # ---------------------------------------------------------------------------- the tools
@@ -285,7 +237,7 @@ TOOL_SPECS: list[dict] = [
         "name": "search_corpus",
         "description": (
             "Search the user's library: their own notes and their papers. Returns up to k results, one per "
-            "document. Short notes (under 50 words) are quoted in full as '> ' lines. Longer notes show a "
+            f"document. Short notes (under {INLINE_WORDS} words) are quoted in full as '> ' lines. Longer notes show a "
             "title and abstract; call read_document with their key for the full text. Paper results show "
             "title, first author, year and the matching passage. Headers give the keys to cite: "
             "[Note Key: K], [Note Key: K, Parent Paper Key: P] or [Paper Key: P]. Search several times "

@@ -23,7 +23,7 @@ from .library.base import Collection, LibrarySource, Paper
 from .paths import DataPaths
 
 if TYPE_CHECKING:
-    from .widgets.render import BundleView
+    from .render import BundleView
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class SavedNote:
     def _repr_html_(self) -> str:
         # HTML with escaped text, not Markdown: JupyterLab renders trusted Markdown output's raw
         # HTML unsanitized, and a title can come from a model's answer.
-        from .widgets.render import escape
+        from .render import escape
 
         waiting = (f" Not yet in Zotero: {escape(self.reason or '')}" if self.destination == "outbox" else "")
         return f"Saved <strong>{escape(self.title)}</strong> — {escape(self.where)}.{waiting}"
@@ -213,7 +213,7 @@ class Workbench:
         the manifest of that same fresh bundle is looked up (a ``lookup``, so one display counts
         as one read in the hit rates).
         """
-        from .widgets.render import BundleView
+        from .render import BundleView
 
         markdown = self.read_document(key)
         return BundleView(self.corpus.manifest(key), markdown)

@@ -37,7 +37,7 @@ _KEYWORD_RE = re.compile(rf"{_NOT_WORD_BEFORE}[Kk]ey(?:[ \t]*[:=][ \t]*|[ \t]+)(
 _BARE_RE = re.compile(rf"{_NOT_WORD_BEFORE}(?P<key>{_K}){_NOT_WORD_AFTER}")
 
 
-def _clean_user_facing_synthesis(text: str, key_map: Mapping[str, str]) -> str:
+def clean_user_facing_synthesis(text: str, key_map: Mapping[str, str]) -> str:
     """Replace every corpus key (and the provenance syntax around it) with its title / citation.
 
     ``key_map`` maps each corpus key to what a reader should see instead, e.g.
@@ -83,6 +83,10 @@ def _clean_user_facing_synthesis(text: str, key_map: Mapping[str, str]) -> str:
     return _BARE_RE.sub(replace_key, text)
 
 
+#: the name the agents and tests used before it became public; kept importable
+_clean_user_facing_synthesis = clean_user_facing_synthesis
+
+
 def contains_corpus_key(text: str, keys: set[str] | Mapping[str, str]) -> bool:
     """True when any corpus key appears anywhere in ``text`` (as a token)."""
     return any(match.group("key") in keys for match in _BARE_RE.finditer(text or ""))
@@ -110,12 +114,12 @@ class StreamCleaner:
         cut = _safe_cut(self._pending)
         if cut > 0:
             ready, self._pending = self._pending[:cut], self._pending[cut:]
-            self.emit(_clean_user_facing_synthesis(ready, self.key_map))
+            self.emit(clean_user_facing_synthesis(ready, self.key_map))
 
     def flush(self) -> None:
         if self._pending:
             ready, self._pending = self._pending, ""
-            self.emit(_clean_user_facing_synthesis(ready, self.key_map))
+            self.emit(clean_user_facing_synthesis(ready, self.key_map))
 
 
 _TRAILING_KEYWORD_RE = re.compile(r"(?:[Kk]ey\s*[:=]?\s*|read_document\(|get_document_toc\()$")

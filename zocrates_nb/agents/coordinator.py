@@ -22,10 +22,10 @@ from typing import Any, Callable
 from ..errors import QueryError
 from ..profile import format_user_research_profile_context
 from .answer import Answer, ChatSession, Citation, TurnUsage, Turn
-from .clean import StreamCleaner, _clean_user_facing_synthesis
+from .clean import StreamCleaner, clean_user_facing_synthesis
 from .evidence_only import citations_for, evidence_only_answer
 from .keys import DirectoryKeyMap, KeyDirectory, note_citation
-from .library import LibrarySearchAgent, LibrarySynthesizer, select_evidence
+from .library_agent import LibrarySearchAgent, LibrarySynthesizer, select_evidence
 from .online import LibraryIdentity, OnlineSynthesizer
 from .online_clients import OnlineSearchError
 from .prompting import new_boundary, system_prompt
@@ -130,7 +130,7 @@ class Coordinator:
     def _evidence_only(self, question: str, session: ChatSession, directory: KeyDirectory,
                        key_map: DirectoryKeyMap, on_token: Callable[[str], None] | None) -> Answer:
         raw, evidence, read_keys = evidence_only_answer(self.tools, question, directory)
-        text = _clean_user_facing_synthesis(raw, key_map)
+        text = clean_user_facing_synthesis(raw, key_map)
         if on_token:
             on_token(text)
         citations = [Citation(**c) for c in citations_for(evidence, directory)]
@@ -188,7 +188,7 @@ class Coordinator:
             citations += online_citations
         if cleaner:
             cleaner.flush()
-        text = _clean_user_facing_synthesis("".join(raw_parts), key_map)
+        text = clean_user_facing_synthesis("".join(raw_parts), key_map)
         return Answer(text=text, citations=citations, evidence=evidence, usage=usage.as_dict(), mode="llm",
                       session_id=session.id, question=question, route=route, read_keys=read_keys,
                       cited_keys=[c.key for c in citations if c.key], notices=notices)

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from .keys import KeyDirectory, note_citation
-from .library import hit_evidence
+from .library_agent import hit_evidence
 
 LABEL = "Evidence from your library (no language model configured)"
 CONFIGURE_HINT = ("For a written answer, configure a model: "

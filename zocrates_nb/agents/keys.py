@@ -3,7 +3,7 @@
 The agents see keys; people see titles. ``KeyDirectory`` remembers what the
 tools returned about each key and falls back to the corpus manifest for keys the
 model mentions that this turn never retrieved (a parent paper, a key from an
-earlier turn), so ``_clean_user_facing_synthesis`` can replace all of them.
+earlier turn), so ``clean_user_facing_synthesis`` can replace all of them.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class KeyDirectory:
 
 
 class DirectoryKeyMap(Mapping[str, str]):
-    """A live ``key_map`` for ``_clean_user_facing_synthesis``: any corpus key resolves, even
+    """A live ``key_map`` for ``clean_user_facing_synthesis``: any corpus key resolves, even
     one the model mentions that this turn never retrieved (looked up in its manifest)."""
 
     def __init__(self, directory: KeyDirectory) -> None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .summary import count_words
 from .toc import heading_text
@@ -82,7 +82,7 @@ def _split_long(text: str, target_words: int, overlap_words: int) -> list[str]:
     step = max(1, target_words - overlap_words)
     pieces = []
     for start in range(0, len(words), step):
-        pieces.append(" ".join(words[start:start + target_words]))
+        pieces.append(" ".join(words[start : start + target_words]))
         if start + target_words >= len(words):
             break
     return pieces
@@ -116,52 +116,70 @@ def chunk_markdown(markdown: str, *, target_tokens: int = 256, overlap_tokens: i
         first_section = next((s for s, _, _ in blocks if s), None)
         return [Chunk(0, markdown.strip(), first_section, estimate_tokens(markdown))]
 
-    chunks: list[Chunk] = []
-    parts: list[str] = []
-    part_words = 0
-    chunk_section: str | None = None
-
-    def emit() -> None:
-        nonlocal parts, part_words
-        text = "\n\n".join(parts).strip()
-        if text and count_words(text):
-            chunks.append(Chunk(len(chunks), text, chunk_section, math.ceil(part_words / WORDS_PER_TOKEN)))
-        parts, part_words = [], 0
-
+    packer = _Packer(target_words, overlap_words)
     for section, is_heading, text in blocks:
-        words = count_words(text)
-        if is_heading:
-            if part_words >= target_words // 4:
-                emit()
-            if not parts:
-                chunk_section = section
-            parts.append(text)
-            part_words += words
-            continue
-        if not parts:
-            chunk_section = section
-        if part_words + words <= target_words:
-            parts.append(text)
-            part_words += words
-            continue
-        if words > target_words:
-            pieces = _split_long(text, target_words - min(part_words, target_words // 2), overlap_words)
+        add = packer.add_heading if is_heading else packer.add_block
+        add(section, text, count_words(text))
+    packer.emit()
+    return packer.chunks
+
+
+class _Packer:
+    """Packs whole blocks into chunks of about ``target_words``: the state ``chunk_markdown`` carries from
+    block to block (the chunks so far, the open chunk's parts and word count, and its section)."""
+
+    def __init__(self, target_words: int, overlap_words: int) -> None:
+        self.target_words, self.overlap_words = target_words, overlap_words
+        self.chunks: list[Chunk] = []
+        self.parts: list[str] = []
+        self.part_words = 0
+        self.section: str | None = None
+
+    def emit(self) -> None:
+        """Close the open chunk (if it has any words) and start an empty one in the same section."""
+        text = "\n\n".join(self.parts).strip()
+        if text and count_words(text):
+            tokens = math.ceil(self.part_words / WORDS_PER_TOKEN)
+            self.chunks.append(Chunk(len(self.chunks), text, self.section, tokens))
+        self.parts, self.part_words = [], 0
+
+    def _append(self, section: str | None, text: str, words: int) -> None:
+        if not self.parts:
+            self.section = section
+        self.parts.append(text)
+        self.part_words += words
+
+    def add_heading(self, section: str | None, text: str, words: int) -> None:
+        """A heading starts a new chunk once the open one has some substance."""
+        if self.part_words >= self.target_words // 4:
+            self.emit()
+        self._append(section, text, words)
+
+    def add_block(self, section: str | None, text: str, words: int) -> None:
+        """A block joins the open chunk if it fits; else it starts the next one (split if it is too long)."""
+        if not self.parts:
+            self.section = section
+        if self.part_words + words <= self.target_words:
+            self._append(section, text, words)
+            return
+        if words > self.target_words:
+            budget = self.target_words - min(self.part_words, self.target_words // 2)
+            pieces = _split_long(text, budget, self.overlap_words)
         else:
             pieces = [text]
         for piece in pieces:
-            piece_words = count_words(piece)
-            if parts and part_words + piece_words > target_words:
-                carry = _tail(parts[-1], overlap_words) if section == chunk_section else ""
-                emit()
-                chunk_section = section
-                if carry and count_words(carry) + piece_words <= target_words:
-                    parts, part_words = [carry], count_words(carry)
-            if not parts:
-                chunk_section = section
-            parts.append(piece)
-            part_words += piece_words
-    emit()
-    return chunks
+            self._add_piece(section, piece)
+
+    def _add_piece(self, section: str | None, piece: str) -> None:
+        """One piece of a block: a full chunk is closed first, carrying its last sentences within a section."""
+        piece_words = count_words(piece)
+        if self.parts and self.part_words + piece_words > self.target_words:
+            carry = _tail(self.parts[-1], self.overlap_words) if section == self.section else ""
+            self.emit()
+            self.section = section
+            if carry and count_words(carry) + piece_words <= self.target_words:
+                self.parts, self.part_words = [carry], count_words(carry)
+        self._append(section, piece, piece_words)
 
 
 # ---------------------------------------------------------------------------- the model's window
@@ -187,7 +205,7 @@ def _units(text: str, budget: int, count_tokens: TokenCounter) -> list[str]:
 def _fits(pieces: list[str], start: int, budget: int, count_tokens: TokenCounter) -> int:
     """The largest end such that ``pieces[start:end]`` fits ``budget`` tokens (at least one piece)."""
     low, high = start + 1, len(pieces)
-    while low < high:                                   # binary search: log n tokenizer calls
+    while low < high:  # binary search: log n tokenizer calls
         mid = (low + high + 1) // 2
         if count_tokens("".join(pieces[start:mid])) <= budget:
             low = mid
@@ -217,14 +235,13 @@ def split_to_window(text: str, budget: int, count_tokens: TokenCounter, overlap_
         if end >= len(pieces):
             break
         back = end
-        while back > start + 1 and count_tokens("".join(pieces[back - 1:end])) <= overlap_tokens:
+        while back > start + 1 and count_tokens("".join(pieces[back - 1 : end])) <= overlap_tokens:
             back -= 1
         start = max(back, start + 1)
     return out
 
 
-def chunk_to_window(markdown: str, budget: int, count_tokens: TokenCounter, *,
-                    overlap_tokens: int = 32) -> list[Chunk]:
+def chunk_to_window(markdown: str, budget: int, count_tokens: TokenCounter, *, overlap_tokens: int = 32) -> list[Chunk]:
     """Markdown → chunks none of which is longer than ``budget`` tokens as ``count_tokens`` counts.
 
     ``count_tokens`` is the embedder's own tokenizer (passed in, so this module stays pure): the
@@ -243,8 +260,9 @@ def chunk_to_window(markdown: str, budget: int, count_tokens: TokenCounter, *,
     # packed chunks nearly fill the window (5 % slack) and few need a further split
     estimate = estimate_tokens(markdown) or 1
     calibrated = budget * estimate / whole * 0.95
-    packed = chunk_markdown(markdown, target_tokens=max(16, int(calibrated)),
-                            overlap_tokens=max(0, int(overlap_tokens * estimate / whole)))
+    packed = chunk_markdown(
+        markdown, target_tokens=max(16, int(calibrated)), overlap_tokens=max(0, int(overlap_tokens * estimate / whole))
+    )
     out: list[Chunk] = []
     for chunk in packed:
         for piece in split_to_window(chunk.text, budget, count_tokens, overlap_tokens):

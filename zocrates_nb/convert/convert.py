@@ -15,15 +15,15 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConversionError
 from .html import html_to_markdown_with_warnings, note_title
-from .summary import cut_at_word, count_words, extractive_summary
+from .summary import count_words, cut_at_word, extractive_summary
 from .toc import build_toc, heading_text, iter_headings
 
 if TYPE_CHECKING:
-    from ..library.base import Paper
+    from ..records import Paper
 
 #: bump when the Markdown produced for the same input changes; every bundle then counts as stale
 CONVERTER_VERSION = "zocrates-convert/3"
@@ -36,14 +36,14 @@ class ConvertedNote:
 
     markdown: str
     title: str
-    toc: list[dict]
+    toc: list[dict[str, Any]]
     abstract: str | None
     abstract_source: str | None
     word_count: int
     source_hash: str
     warnings: tuple[str, ...] = field(default=())
 
-    def manifest_fields(self, content_type: str = "text/note") -> dict:
+    def manifest_fields(self, content_type: str = "text/note") -> dict[str, Any]:
         """The OKF v0.2 manifest fields that conversion alone determines (the corpus adds
         key, parent, collections and ``converted_at``); what ``zocrates-nb convert --json`` prints."""
         return {"okf_version": "0.2", "content_type": content_type,
@@ -116,7 +116,7 @@ def convert_note(html: str | bytes) -> ConvertedNote:
                          source_hash=source_hash, warnings=tuple(warnings))
 
 
-def paper_source_hash(paper: "Paper") -> str:
+def paper_source_hash(paper: Paper) -> str:
     """SHA-256 over every paper field that reaches its bundle (staleness for papers)."""
     record = [paper.key, paper.title, paper.item_type, list(paper.creators), paper.year, paper.date,
               paper.doi, paper.publication, paper.abstract, list(paper.collections)]
@@ -131,7 +131,7 @@ def _escape_block_start(paragraph: str) -> str:
     return "\\" + paragraph if paragraph[:1] in "#>-+*|" else paragraph
 
 
-def _paper_markdown(paper: "Paper") -> str:
+def _paper_markdown(paper: Paper) -> str:
     title = " ".join((paper.title or "Untitled paper").split())
     lines = [f"# {title}", ""]
     facts = []
@@ -153,9 +153,11 @@ def _paper_markdown(paper: "Paper") -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def convert_paper(paper: "Paper") -> ConvertedNote:
+def convert_paper(paper: Paper) -> ConvertedNote:
     """A paper record → Markdown (title, authors, year, venue, DOI, ## Abstract, ## Full text)."""
     markdown = _paper_markdown(paper)
+    abstract: str | None
+    source: str | None
     if paper.abstract and paper.abstract.strip():
         abstract, source = cut_at_word(" ".join(paper.abstract.split())), "metadata"
     else:  # summarise the full text, not the metadata lines

@@ -16,6 +16,9 @@ from __future__ import annotations
 import html as html_lib
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote
 
 import markdownify
@@ -33,9 +36,33 @@ LARGE_NOTE_CHARS = 2_000_000
 MAX_TITLE_LENGTH = 120
 
 #: elements whose content never reaches the Markdown (active content, media, form widgets)
-_DROP_TAGS = ("script", "style", "noscript", "template", "iframe", "object", "embed", "video",
-              "audio", "source", "track", "canvas", "svg", "head", "title", "meta", "link", "base",
-              "button", "input", "select", "textarea", "frame", "frameset", "applet")
+_DROP_TAGS = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "iframe",
+    "object",
+    "embed",
+    "video",
+    "audio",
+    "source",
+    "track",
+    "canvas",
+    "svg",
+    "head",
+    "title",
+    "meta",
+    "link",
+    "base",
+    "button",
+    "input",
+    "select",
+    "textarea",
+    "frame",
+    "frameset",
+    "applet",
+)
 _DROP_SET = frozenset(_DROP_TAGS)
 _REPORTED_DROPS = ("script", "style", "iframe", "object", "embed")
 _SAFE_LINK = re.compile(r"^\s*(?:https?:|mailto:|zotero:|doi:|#|/|\.|[^:/?#\s]+(?:[/?#]|$))", re.I)
@@ -52,23 +79,33 @@ _INLINE_TOKEN = re.compile(_INLINE_OPEN + r"(\d+)" + _INLINE_CLOSE)
 _BLOCK_TOKEN = re.compile(r"(?m)^(?P<prefix>[ \t]*(?:>[ \t]?)*)" + _BLOCK_OPEN + r"(\d+)" + _BLOCK_CLOSE)
 
 
+#: A decoded JSON object (CSL item data, a citation item).
+JsonDict = dict[str, Any]
+
+
 class _Converter(markdownify.MarkdownConverter):
     """markdownify with the few overrides a note needs."""
 
-    def convert_img(self, el, text, parent_tags):  # images are replaced before conversion
-        return ""
+    def convert_img(self, el: Tag, text: str, parent_tags: set[str]) -> str:
+        return ""  # images were replaced by placeholders before conversion
 
-    def escape(self, text, parent_tags):
+    def escape(self, text: str, parent_tags: set[str]) -> str:
         """Also escape text that would read as an HTML tag or a heading once rendered as Markdown."""
-        text = super().escape(text, parent_tags)
+        text = super().escape(text, parent_tags)  # type: ignore[misc]  # markdownify's stubs omit escape
         text = _TAG_LIKE.sub(r"\\<", text)
         return _HASH_HEADING.sub(r"\1\\\2", text)
 
 
-_OPTIONS = dict(heading_style="ATX", bullets="-", code_language="", table_infer_header=True,
-                strip_document="strip", escape_misc=False,
-                # identifiers such as n_latent or adata.obs_names stay searchable as written
-                escape_underscores=False)
+_OPTIONS: dict[str, Any] = dict(
+    heading_style="ATX",
+    bullets="-",
+    code_language="",
+    table_infer_header=True,
+    strip_document="strip",
+    escape_misc=False,
+    # identifiers such as n_latent or adata.obs_names stay searchable as written
+    escape_underscores=False,
+)
 
 
 def _decode_json_attr(value: str | None) -> object | None:
@@ -76,12 +113,21 @@ def _decode_json_attr(value: str | None) -> object | None:
     if not value:
         return None
     try:
-        return json.loads(unquote(value))
+        decoded: object = json.loads(unquote(value))
     except (ValueError, TypeError):
         return None
+    return decoded
 
 
-def _year_of(item_data: dict) -> str:
+def _attr(tag: Tag, name: str) -> str | None:
+    """An attribute as one string (bs4 hands multi-valued attributes such as ``class`` back as lists)."""
+    value = tag.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    return " ".join(value)
+
+
+def _year_of(item_data: JsonDict) -> str:
     issued = item_data.get("issued") or {}
     if isinstance(issued, dict):
         parts = issued.get("date-parts") or []
@@ -94,7 +140,7 @@ def _year_of(item_data: dict) -> str:
     return match.group(1) if match else ""
 
 
-def _author_of(item_data: dict) -> str:
+def _author_of(item_data: JsonDict) -> str:
     names = []
     for person in item_data.get("author") or item_data.get("editor") or []:
         if isinstance(person, dict):
@@ -110,7 +156,7 @@ def _author_of(item_data: dict) -> str:
     return f"{names[0]} et al."
 
 
-def _format_citation_item(item: dict, known: dict[str, dict]) -> str:
+def _format_citation_item(item: JsonDict, known: dict[str, JsonDict]) -> str:
     """One citation item → "Author et al., Year, p. 3" (CSL itemData inline or from the wrapper)."""
     uris = item.get("uris") or []
     item_data = item.get("itemData") or next((known[u] for u in uris if u in known), None) or {}
@@ -124,13 +170,83 @@ def _format_citation_item(item: dict, known: dict[str, dict]) -> str:
     return ", ".join(parts) or "citation"
 
 
-def format_citation(data_citation: str | None, known: dict[str, dict]) -> str:
+def format_citation(data_citation: str | None, known: dict[str, JsonDict]) -> str:
     """A ``data-citation`` attribute → "(Author et al., Year, p. 3; Other, Year)"."""
     data = _decode_json_attr(data_citation)
     items = data.get("citationItems") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:
         return "(citation)"
     return "(" + "; ".join(_format_citation_item(i, known) for i in items if isinstance(i, dict)) + ")"
+
+
+_REWRITE_KINDS = ("wrapper", "annotation", "citation", "block_math", "inline_math", "img", "strike", "a", "items")
+
+
+@dataclass
+class _Found:
+    """What one walk over a parsed note found: elements to remove (and why), and nodes to rewrite by kind."""
+
+    doomed: list[Tag] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+    hidden: int = 0
+    tags: dict[str, list[Tag]] = field(default_factory=lambda: {name: [] for name in _REWRITE_KINDS})
+
+
+def _collect(soup: BeautifulSoup) -> _Found:
+    """One walk over the tree: elements to drop or hide, and each Zotero-specific node by its rewrite kind."""
+    found = _Found()
+    for tag in soup.find_all(True):
+        if _doom(tag, found):
+            continue
+        attrs = tag.attrs
+        if "data-citation-items" in attrs:
+            found.tags["items"].append(tag)
+        kind = _rewrite_kind(tag)
+        if kind is not None:
+            found.tags[kind].append(tag)
+        if tag.name == "span" and _STRIKE_STYLE.search(_attr(tag, "style") or ""):
+            found.tags["strike"].append(tag)
+    return found
+
+
+def _doom(tag: Tag, found: _Found) -> bool:
+    """Mark a dropped (script, iframe, …) or hidden element for removal; True when it was marked."""
+    attrs = tag.attrs
+    if tag.name in _DROP_SET:
+        found.doomed.append(tag)
+        if tag.name in _REPORTED_DROPS:
+            found.dropped[tag.name] = found.dropped.get(tag.name, 0) + 1
+        return True
+    if "hidden" in attrs or _HIDDEN_STYLE.search(_attr(tag, "style") or ""):
+        found.doomed.append(tag)
+        found.hidden += 1
+        return True
+    return False
+
+
+def _rewrite_kind(tag: Tag) -> str | None:
+    """Which Zotero-specific rewrite a node needs (wrapper, annotation, citation, math, image, unsafe link)."""
+    name, attrs = tag.name, tag.attrs
+    classes = attrs.get("class") or ()
+    if name == "div" and ("data-schema-version" in attrs or "zotero-note" in classes):
+        return "wrapper"
+    if name == "span" and classes:
+        if ("highlight" in classes or "underline" in classes) and "data-annotation" in attrs:
+            return "annotation"
+        if "citation" in classes:
+            return "citation"
+        return "inline_math" if "math" in classes else None
+    if name == "pre" and "math" in classes:
+        return "block_math"
+    if name == "img":
+        return "img"
+    if name == "a" and "href" in attrs and not _SAFE_LINK.match(_attr(tag, "href") or ""):
+        return "a"
+    return None
+
+
+def _to_strike(tag: Tag) -> None:
+    tag.name = "s"
 
 
 class _Rewriter:
@@ -154,104 +270,81 @@ class _Rewriter:
 
     def rewrite(self, soup: BeautifulSoup) -> None:
         """One walk over the tree collects the nodes to rewrite; they are then rewritten in order."""
-        dropped: dict[str, int] = {}
-        doomed, hidden, found = [], 0, {name: [] for name in (
-            "wrapper", "annotation", "citation", "block_math", "inline_math", "img", "strike", "a", "items")}
-        for tag in soup.find_all(True):
-            name, attrs = tag.name, tag.attrs
-            if name in _DROP_SET:
-                doomed.append(tag)
-                if name in _REPORTED_DROPS:
-                    dropped[name] = dropped.get(name, 0) + 1
-                continue
-            if "hidden" in attrs or ("style" in attrs and _HIDDEN_STYLE.search(attrs["style"])):
-                doomed.append(tag)
-                hidden += 1
-                continue
-            classes = attrs.get("class") or ()
-            if "data-citation-items" in attrs:
-                found["items"].append(tag)
-            if name == "div" and ("data-schema-version" in attrs or "zotero-note" in classes):
-                found["wrapper"].append(tag)
-            elif name == "span" and classes:
-                if ("highlight" in classes or "underline" in classes) and "data-annotation" in attrs:
-                    found["annotation"].append(tag)
-                elif "citation" in classes:
-                    found["citation"].append(tag)
-                elif "math" in classes:
-                    found["inline_math"].append(tag)
-            elif name == "pre" and "math" in classes:
-                found["block_math"].append(tag)
-            elif name == "img":
-                found["img"].append(tag)
-            elif name == "a" and "href" in attrs and not _SAFE_LINK.match(attrs["href"]):
-                found["a"].append(tag)
-            if name == "span" and "style" in attrs and _STRIKE_STYLE.search(attrs["style"]):
-                found["strike"].append(tag)
-        for tag in doomed:
+        found = _collect(soup)
+        self._drop(found)
+        self._apply(soup, {kind: [t for t in tags if not t.decomposed] for kind, tags in found.tags.items()})
+
+    def _drop(self, found: _Found) -> None:
+        """Remove dropped and hidden elements, saying so: their content is not part of the note text."""
+        for tag in found.doomed:
             if not tag.decomposed:
                 tag.decompose()
-        for name, count in sorted(dropped.items()):
+        for name, count in sorted(found.dropped.items()):
             self.warnings.append(f"removed {count} <{name}> element(s); their content is not part of the note text")
-        if hidden:
-            self.warnings.append(f"removed {hidden} hidden element(s)")
-        live = {kind: [t for t in tags if not t.decomposed] for kind, tags in found.items()}
+        if found.hidden:
+            self.warnings.append(f"removed {found.hidden} hidden element(s)")
+
+    def _apply(self, soup: BeautifulSoup, live: dict[str, list[Tag]]) -> None:
+        """Rewrite the collected nodes kind by kind, in this order (annotations before citations: an
+        annotation's quote is followed by its citation). Nodes a previous rewrite detached are skipped
+        where a rewrite needs the node in the tree."""
         known = self._citation_items(live["items"])
-        for wrapper in live["wrapper"]:
-            wrapper.unwrap()
-        for span in live["annotation"]:
-            self._annotation(soup, span)
-        for span in live["citation"]:
-            if span.parent is not None:
-                self._citation(soup, span, known)
-        for pre in live["block_math"]:
-            pre.replace_with(self._block_token(soup, self._math(pre.get_text(), block=True)))
-        for span in live["inline_math"]:
-            if span.parent is not None:
-                span.replace_with(self._inline_token(soup, self._math(span.get_text(), block=False)))
-        for img in live["img"]:
-            if img.parent is not None:
-                self._image(soup, img)
-        for span in live["strike"]:
-            span.name = "s"
-        for link in live["a"]:
-            if link.parent is not None:
-                link.unwrap()  # javascript:, data:, vbscript: … keep the text, drop the target
+        steps: tuple[tuple[str, bool, Callable[[Tag], object]], ...] = (
+            ("wrapper", False, lambda tag: tag.unwrap()),
+            ("annotation", False, lambda tag: self._annotation(soup, tag)),
+            ("citation", True, lambda tag: self._citation(soup, tag, known)),
+            (
+                "block_math",
+                False,
+                lambda tag: tag.replace_with(self._block_token(soup, self._math(tag.get_text(), block=True))),
+            ),
+            (
+                "inline_math",
+                True,
+                lambda tag: tag.replace_with(self._inline_token(soup, self._math(tag.get_text(), block=False))),
+            ),
+            ("img", True, lambda tag: self._image(soup, tag)),
+            ("strike", False, _to_strike),
+            ("a", True, lambda tag: tag.unwrap()),  # javascript:, data:, vbscript: … keep the text, drop the target
+        )
+        for kind, needs_parent, rewrite_one in steps:
+            for tag in live[kind]:
+                if not needs_parent or tag.parent is not None:
+                    rewrite_one(tag)
 
     @staticmethod
-    def _citation_items(holders: list[Tag]) -> dict[str, dict]:
-        known: dict[str, dict] = {}
+    def _citation_items(holders: list[Tag]) -> dict[str, JsonDict]:
+        known: dict[str, JsonDict] = {}
         for holder in holders:
-            items = _decode_json_attr(holder.get("data-citation-items"))
+            items = _decode_json_attr(_attr(holder, "data-citation-items"))
             for item in items if isinstance(items, list) else []:
                 if isinstance(item, dict) and isinstance(item.get("itemData"), dict):
                     for uri in item.get("uris") or []:
                         known[str(uri)] = item["itemData"]
         return known
 
-    def _citation(self, soup: BeautifulSoup, span: Tag, known: dict[str, dict]) -> None:
+    def _citation(self, soup: BeautifulSoup, span: Tag, known: dict[str, JsonDict]) -> None:
         visible = " ".join(span.get_text(" ").split())
         if visible.strip("() "):
             text = visible.replace("( ", "(").replace(" )", ")")
             if not text.startswith("("):
                 text = f"({text})"
         else:
-            text = format_citation(span.get("data-citation"), known)
+            text = format_citation(_attr(span, "data-citation"), known)
         span.replace_with(NavigableString(text))
 
     def _annotation(self, soup: BeautifulSoup, span: Tag) -> None:
         """A highlight/underline annotation → ``“text” (p. 12)``, its paragraph made a quote."""
-        data = _decode_json_attr(span.get("data-annotation"))
+        data = _decode_json_attr(_attr(span, "data-annotation"))
         data = data if isinstance(data, dict) else {}
         page = str(data.get("pageLabel") or "").strip()
         if not page and isinstance(data.get("citationItem"), dict):
             page = str(data["citationItem"].get("locator") or "").strip()
         quote = " ".join(span.get_text(" ").split()).strip(_QUOTES + " ")
         if page and _citation_follows(span, page):
-            page = ""                                   # the citation right after already says "p. N"
+            page = ""  # the citation right after already says "p. N"
         text = f"“{quote}”" + (f" (p. {page})" if page else "")
-        block = span.find_parent(("p", "li", "td", "th", "blockquote", "h1", "h2", "h3", "h4",
-                                  "h5", "h6", "div"))
+        block = span.find_parent(("p", "li", "td", "th", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "div"))
         span.replace_with(NavigableString(text))
         if block is not None and block.name == "p" and block.find_parent("blockquote") is None:
             block.wrap(soup.new_tag("blockquote"))
@@ -261,16 +354,16 @@ class _Rewriter:
         body = text.strip()
         fence = "$$" if block else "$"
         if body.startswith(fence) and body.endswith(fence) and len(body) >= 2 * len(fence):
-            body = body[len(fence):-len(fence)].strip()
+            body = body[len(fence) : -len(fence)].strip()
         elif body.startswith("$") and body.endswith("$") and len(body) >= 2:
             body = body.strip("$").strip()
         return f"{fence}{body}{fence}"
 
     def _image(self, soup: BeautifulSoup, img: Tag) -> None:
         self.images += 1
-        alt = " ".join((img.get("alt") or img.get("title") or "").split())
+        alt = " ".join((_attr(img, "alt") or _attr(img, "title") or "").split())
         if not alt and img.has_attr("data-annotation"):
-            data = _decode_json_attr(img.get("data-annotation"))
+            data = _decode_json_attr(_attr(img, "data-annotation"))
             page = data.get("pageLabel") if isinstance(data, dict) else None
             alt = f"image annotation, p. {page}" if page else "image annotation"
         img.replace_with(self._inline_token(soup, f"[image: {alt}]" if alt else "[image]"))
@@ -289,7 +382,7 @@ def _citation_follows(span: Tag, page: str) -> bool:
 
 
 def _restore(markdown: str, rewriter: _Rewriter) -> str:
-    def block(match: re.Match) -> str:
+    def block(match: re.Match[str]) -> str:
         prefix = match.group("prefix")
         lines = rewriter.blocks[int(match.group(2))].split("\n")
         return "\n".join(prefix + line for line in lines)
@@ -299,8 +392,7 @@ def _restore(markdown: str, rewriter: _Rewriter) -> str:
 
 
 def _tidy(markdown: str) -> str:
-    markdown = re.sub(r"[ \t]+\n(?!\n)", lambda m: m.group(0) if m.group(0).startswith("  ") else "\n",
-                      markdown)
+    markdown = re.sub(r"[ \t]+\n(?!\n)", lambda m: m.group(0) if m.group(0).startswith("  ") else "\n", markdown)
     markdown = re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", markdown)
     return markdown.strip() + "\n" if markdown.strip() else ""
 
@@ -326,8 +418,9 @@ def html_to_markdown_with_warnings(html: str) -> tuple[str, list[str]]:
         return "", ["the note is empty"]
     if len(html) > LARGE_NOTE_CHARS:
         markdown = plain_text_markdown(html)
-        return markdown, [f"very large note ({len(html) / 1e6:.1f} MB of HTML): converted as plain "
-                          "paragraphs without formatting"]
+        return markdown, [
+            f"very large note ({len(html) / 1e6:.1f} MB of HTML): converted as plain paragraphs without formatting"
+        ]
     soup = BeautifulSoup(html, _PARSER)
     rewriter = _Rewriter()
     rewriter.rewrite(soup)

@@ -14,7 +14,7 @@ body text: a round trip the tests check.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Callable, Sequence
 
 from markdown_it import MarkdownIt
 
@@ -57,7 +57,7 @@ def _extract_math(markdown: str) -> tuple[str, list[str], list[str]]:
         if stripped.startswith("$$"):
             end = _block_math_end(lines, i)
             if end is not None:
-                body = "\n".join(l.strip() for l in lines[i:end + 1])[2:-2]
+                body = "\n".join(row.strip() for row in lines[i:end + 1])[2:-2]
                 blocks.append(body.strip())
                 indent = line[: len(line) - len(line.lstrip())]
                 out.append(f"{indent}{_BLOCK_OPEN}{len(blocks) - 1}{_BLOCK_CLOSE}")
@@ -96,7 +96,7 @@ def _extract_inline(line: str, inline: list[str]) -> str:
     return "".join(pieces)
 
 
-def _replace_math(text: str, hold) -> str:
+def _replace_math(text: str, hold: Callable[[str], str]) -> str:
     text = _DISPLAY_INLINE.sub(lambda m: hold(f"$${m.group(1).strip()}$$"), text)
     return _INLINE_MATH.sub(lambda m: hold(f"${m.group(1)}$"), text)
 

@@ -9,7 +9,7 @@ abstract for every long note without paying for a model call. Short notes
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from .toc import strip_inline_markup
 
@@ -57,7 +57,7 @@ def iter_blocks(markdown: str) -> Iterator[tuple[str, str]]:
             j = i + 1
             while j < n and not lines[j].strip().startswith(fence):
                 j += 1
-            yield "code", "\n".join(lines[i + 1:j])
+            yield "code", "\n".join(lines[i + 1 : j])
             i = j + 1
             continue
         if line.startswith("#") and re.match(r"#{1,6}\s", line):
@@ -69,21 +69,23 @@ def iter_blocks(markdown: str) -> Iterator[tuple[str, str]]:
             j += 1
         block = "\n".join(lines[i:j])
         i = j
-        if stripped.startswith("$$"):
-            kind = "math"
-        elif stripped.startswith(">"):
-            kind = "quote"
-        elif stripped.startswith("|"):
-            kind = "table"
-        elif _HR.match(stripped):
-            kind = "rule"
-        elif _LIST_ITEM.match(line):
-            kind = "list"
-        elif _IMAGE_ONLY.match(block):
-            kind = "image"
-        else:
-            kind = "prose"
-        yield kind, block
+        yield _block_kind(line, block), block
+
+
+def _block_kind(first_line: str, block: str) -> str:
+    """The kind of a non-heading, non-code block from its first line (and, for images, the whole block)."""
+    stripped = first_line.strip()
+    if stripped.startswith("$$"):
+        return "math"
+    if stripped.startswith(">"):
+        return "quote"
+    if stripped.startswith("|"):
+        return "table"
+    if _HR.match(stripped):
+        return "rule"
+    if _LIST_ITEM.match(first_line):
+        return "list"
+    return "image" if _IMAGE_ONLY.match(block) else "prose"
 
 
 def block_plain_text(kind: str, block: str) -> str:

@@ -9,6 +9,8 @@ agent can name a section without quoting a long heading.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import Any
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
@@ -21,7 +23,7 @@ def strip_inline_markup(raw: str) -> str:
     """Inline Markdown → plain text: links to their text, emphasis markers dropped, escapes undone."""
     escaped: list[str] = []
 
-    def hold(match: re.Match) -> str:
+    def hold(match: re.Match[str]) -> str:
         escaped.append(match.group(1))
         return f"\ue010{len(escaped) - 1}\ue011"
 
@@ -43,7 +45,7 @@ def slugify(title: str) -> str:
     return slug or "section"
 
 
-def iter_headings(markdown: str):
+def iter_headings(markdown: str) -> Iterator[tuple[int, int, str]]:
     """Yield (line_number, level, raw_title) for ATX headings outside fenced code."""
     in_fence: str | None = None
     for number, line in enumerate(markdown.split("\n"), start=1):
@@ -60,13 +62,13 @@ def iter_headings(markdown: str):
                 yield number, len(match.group(1)), match.group(2)
 
 
-def build_toc(markdown: str) -> list[dict]:
+def build_toc(markdown: str) -> list[dict[str, Any]]:
     """Headings → ``[{"id", "level", "title", "line_start", "line_end"}]`` in document order."""
     lines = markdown.split("\n")
     last_line = len(lines)
     while last_line > 1 and not lines[last_line - 1].strip():
         last_line -= 1
-    entries: list[dict] = []
+    entries: list[dict[str, Any]] = []
     used: dict[str, int] = {}
     for number, level, raw in iter_headings(markdown):
         title = heading_text(raw)
@@ -91,7 +93,7 @@ def build_toc(markdown: str) -> list[dict]:
     return entries
 
 
-def section_lines(markdown: str, entry: dict) -> str:
+def section_lines(markdown: str, entry: dict[str, Any]) -> str:
     """The text of one TOC entry's section (heading line included)."""
     lines = markdown.split("\n")
     return "\n".join(lines[entry["line_start"] - 1: entry["line_end"]]) + "\n"

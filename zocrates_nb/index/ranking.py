@@ -153,7 +153,7 @@ def unknown_collection_error(value: str, known: Sequence[str]) -> QueryError | N
     """
     if value in known:
         return None
-    from zocrates_nb.library.base import is_valid_key
+    from zocrates_nb.records import is_valid_key
 
     names = sorted({k for k in known if not is_valid_key(k)}, key=str.casefold)
     same_but_case = [n for n in names if n.casefold() == value.casefold()]

@@ -9,24 +9,14 @@ sees only these records, never a source's own format.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
-#: Zotero's key alphabet (zotero/utilities ``generateObjectKey``): no 0, 1, O.
-KEY_ALPHABET = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
-KEY_RE = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}$")
+# the records and key helpers live at the bottom of the package; re-exported for the sources and old imports
+from ..records import KEY_ALPHABET, KEY_RE, Collection, Note, Paper, is_valid_key, new_key
 
-
-def new_key() -> str:
-    """A fresh 8-character Zotero object key."""
-    import secrets
-
-    return "".join(secrets.choice(KEY_ALPHABET) for _ in range(8))
-
-
-def is_valid_key(key: str) -> bool:
-    return bool(KEY_RE.match(key or ""))
+__all__ = ["KEY_ALPHABET", "KEY_RE", "Collection", "LibrarySnapshot", "LibrarySource", "Note", "Paper",
+           "check_note_html", "is_valid_key", "new_key"]
 
 
 def check_note_html(html: str) -> None:
@@ -38,59 +28,6 @@ def check_note_html(html: str) -> None:
                            "Render the note with convert.note_html.render_note_html first.")
     if not html.strip():
         raise LibraryError("Refusing to save an empty note.", "Write some text into the note first.")
-
-
-@dataclass(frozen=True)
-class Collection:
-    key: str
-    name: str
-    parent_key: str | None = None
-
-
-@dataclass(frozen=True)
-class Paper:
-    """A regular (non-note) Zotero item: metadata, abstract, and full text when the source has it."""
-
-    key: str
-    title: str
-    item_type: str = "journalArticle"
-    creators: tuple[str, ...] = ()          # "Last, First" per creator, in order
-    year: int | None = None
-    date: str = ""                          # as the user typed it ("2021-06", "2016")
-    doi: str | None = None
-    abstract: str | None = None
-    fulltext: str | None = None             # plain text (.zotero-ft-cache or the demo's paragraphs)
-    publication: str = ""
-    collections: tuple[str, ...] = ()       # collection keys
-    version: int = 0
-    date_modified: str = ""
-
-    @property
-    def first_author(self) -> str:
-        """Last name of the first creator, or "" (used for "Author et al., Year" citations)."""
-        return self.creators[0].split(",")[0].strip() if self.creators else ""
-
-    @property
-    def citation(self) -> str:
-        """Short author-year citation: ``Ståhl et al., 2016``."""
-        who = self.first_author or "Anon."
-        if len(self.creators) == 2:
-            who = f"{who} & {self.creators[1].split(',')[0].strip()}"
-        elif len(self.creators) > 2:
-            who = f"{who} et al."
-        return f"{who}, {self.year}" if self.year else who
-
-
-@dataclass(frozen=True)
-class Note:
-    """A Zotero note. ``html`` is the note body as the API returns it (no ``zotero-note znv1`` wrapper)."""
-
-    key: str
-    html: str
-    parent_key: str | None = None
-    collections: tuple[str, ...] = ()       # collection keys; always () for child notes
-    version: int = 0
-    date_modified: str = ""
 
 
 @dataclass(frozen=True)

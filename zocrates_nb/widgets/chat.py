@@ -20,8 +20,8 @@ import anywidget
 import ipywidgets as widgets
 import traitlets
 
+from .. import render  # the one renderer (zocrates_nb.render)
 from ..errors import ZocratesError
-from . import render
 
 _STATIC = Path(__file__).parent / "static"
 #: Re-render a streaming bubble at most this often (seconds); the final text is always rendered.

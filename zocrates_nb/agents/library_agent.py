@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import ZocratesError
+from ..records import INLINE_WORDS
 from .keys import KeyDirectory
 from .prompting import evidence_preamble, system_prompt, wrap_evidence
 
@@ -52,7 +53,7 @@ def hit_evidence(hit: Any, *, query: str, step: int) -> dict:
             "text": get("text") or "", "score": get("score"), "ranks": dict(get("ranks") or {}),
             "chunk_id": get("chunk_id"), "word_count": word_count, "section": get("section"),
             "parent_title": get("parent_title"), "abstract": get("abstract"),
-            "inlined": get("kind") == "note" and word_count is not None and word_count < 50}
+            "inlined": get("kind") == "note" and word_count is not None and word_count < INLINE_WORDS}
 
 
 class LibrarySearchAgent:

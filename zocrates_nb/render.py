@@ -1,0 +1,348 @@
+"""Pure HTML builders for everything the notebook shows: search results, answers, note bundles.
+
+The one renderer: ``_repr_html_`` of engine objects (``SearchResults``, ``Answer``, ``BundleView``,
+``SavedNote``) and the chat panel in ``widgets/`` all call these functions; agents and tools hand back
+data. So this module lives outside ``widgets/``, imports no UI library and touches no files, and its
+output can be tested as plain strings. Why sanitize: note HTML, note Markdown and LLM answers are
+attacker-influenced, and JupyterLab runs ``<script>`` in trusted outputs (stored XSS in the Jupyter
+origin). Every untrusted fragment goes through ``zocrates_nb.sanitize.sanitize_html``; every plain
+string goes through ``html.escape``; only the structure built here is trusted.
+
+LaTeX (``$…$`` and ``$$…$$``) is protected from the Markdown parser and left as text so that
+JupyterLab's MathJax (or the ``HTMLMath`` widget) can typeset it.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from zocrates_nb.records import INLINE_WORDS
+
+SNIPPET_CHARS = 320
+
+_KIND_LABELS = {"note": "note", "child_note": "child note", "paper": "paper"}
+
+
+def escape(text: object) -> str:
+    """Escape any value as HTML text (``None`` → empty)."""
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def markdown_to_html(markdown: str | None) -> str:
+    """Markdown (a note, an answer) → sanitized HTML, with LaTeX kept as ``$…$`` text for MathJax.
+
+    The Markdown rendering is the one Save as Note uses (``convert.note_html``: math protected,
+    raw HTML escaped); the result still passes the display sanitizer before it is shown.
+    """
+    if not markdown:
+        return ""
+    from zocrates_nb.convert.note_html import markdown_to_note_body
+    from zocrates_nb.sanitize import sanitize_html  # the one nh3 owner
+
+    return sanitize_html(markdown_to_note_body(markdown))
+
+
+def field(obj: Any, name: str, default: Any = None) -> Any:
+    """Read ``name`` from a dataclass/object or a mapping: citations and evidence come as either."""
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def kind_label(kind: str | None, parent: object = None) -> str:
+    """Human label: "paper", "note" or "child note"."""
+    if kind == "note" and parent:
+        return "child note"
+    return _KIND_LABELS.get(kind or "", kind or "document")
+
+
+def snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:
+    """The first ``limit`` characters of ``text``, cut at a word boundary, with an ellipsis."""
+    text = (text or "").strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut + " …"
+
+
+def _word_count(item: Any, *, count_text: bool = False) -> int | None:
+    """The document's word count; with ``count_text``, else the words of the text at hand (a search hit's
+    chunk, which is the whole note when the note is short)."""
+    words = field(item, "word_count")
+    if isinstance(words, int) or not count_text:
+        return words if isinstance(words, int) else None
+    text = field(item, "text")
+    return len(text.split()) if isinstance(text, str) and text.strip() else None
+
+
+def _is_inlined(item: Any, *, count_text: bool = False) -> bool:
+    """A short note is shown whole, as the agents' evidence text quotes it (``INLINE_WORDS``)."""
+    explicit = field(item, "inlined")
+    if explicit is not None:
+        return bool(explicit)
+    words = _word_count(item, count_text=count_text)
+    return field(item, "kind") == "note" and words is not None and 0 < words < INLINE_WORDS
+
+
+def _ranks_text(ranks: Mapping[str, Any] | None) -> str:
+    if not ranks:
+        return ""
+    parts = [f"{name} #{rank}" for name, rank in ranks.items() if rank is not None]
+    return " · ".join(parts)
+
+
+def _badge(text: str) -> str:
+    return f'<span class="zc-badge">{escape(text)}</span>'
+
+
+def _muted(text: str) -> str:
+    return f'<span class="zc-muted" style="opacity:0.7">{escape(text)}</span>'
+
+
+# --------------------------------------------------------------------------- search results
+
+_LEFT = 'style="text-align:left"'
+
+
+def _source_cell(hit: Any) -> str:
+    """Kind and keys: a search result is where the researcher looks a key up to cite or read it."""
+    kind, parent, key = field(hit, "kind"), field(hit, "parent_key"), field(hit, "key")
+    cell = escape(kind_label(kind, parent))
+    if key:
+        cell += f" <code>{escape(key)}</code>"
+    if parent:
+        cell += f"<br><small>on paper <code>{escape(parent)}</code></small>"
+    return cell
+
+
+def _evidence_cell(hit: Any) -> str:
+    """The whole text of an inlined note, else an excerpt (and how to read a long note in full)."""
+    text = field(hit, "text") or ""
+    if _is_inlined(hit, count_text=True):
+        return (
+            f'<blockquote class="zc-inlined" style="margin:0;border-left:3px solid #ccc;padding-left:6px">'
+            f"{markdown_to_html(text)}</blockquote>{_muted('inlined (short note)')}"
+        )
+    if field(hit, "kind") == "note":
+        words = _word_count(hit, count_text=True)
+        counted = f", {words} words" if words is not None else ""
+        excerpt = markdown_to_html(snippet(field(hit, "abstract") or text))
+        return (
+            f'<div class="zc-snippet">{excerpt}</div>'
+            f"<small>→ read_document(&quot;{escape(field(hit, 'key'))}&quot;){counted}</small>"
+        )
+    section = field(hit, "section")
+    heading = f"<small>§ {escape(section)}</small><br>" if section else ""
+    return f'{heading}<div class="zc-snippet">{markdown_to_html(snippet(text))}</div>'
+
+
+def render_search_hit(hit: Any, position: int) -> str:
+    """One search hit as a table row: source and keys, title and citation, text, retriever ranks, score."""
+    title = escape(field(hit, "title") or "(untitled)")
+    if field(hit, "citation"):
+        title += f"<br><small>{escape(field(hit, 'citation'))}</small>"
+    score = field(hit, "score")
+    cells = (
+        str(position),
+        _source_cell(hit),
+        f"<strong>{title}</strong>",
+        _evidence_cell(hit),
+        escape(_ranks_text(field(hit, "ranks"))),
+        "" if score is None else f"{float(score):.4f}",
+    )
+    return (
+        f'<tr class="zc-hit" data-kind="{escape(field(hit, "kind"))}" '
+        'style="border-top:1px solid #ddd;vertical-align:top">'
+        + "".join(f"<td {_LEFT}>{cell}</td>" for cell in cells)
+        + "</tr>"
+    )
+
+
+def render_search_results(
+    hits: Sequence[Any],
+    *,
+    query: str | None = None,
+    mode: str | None = None,
+    latency_ms: float | None = None,
+    notice: str | None = None,
+) -> str:
+    """Search results as one sanitized HTML table (``SearchResults._repr_html_`` and any list of hits).
+
+    Cells carry ``text-align:left`` themselves because JupyterLab's output CSS right-aligns table cells.
+    """
+    heading = f"results for <q>{escape((query or '')[:200])}</q>" if query else "results"
+    facts = [part for part in (mode, None if latency_ms is None else f"{latency_ms:.0f} ms") if part]
+    parts = [
+        '<div class="zocrates-search zc-results" style="font-size:0.9em">',
+        f"<p><b>{len(hits)}</b> {heading}" + (f" {_muted('(' + ', '.join(facts) + ')')}" if facts else "") + "</p>",
+    ]
+    if notice:
+        parts.append(f'<p style="color:#8a5a00">{escape(notice)}</p>')
+    if not hits:
+        return "".join(parts) + "<p>Nothing found.</p></div>"
+    head = "".join(f"<th {_LEFT}>{name}</th>" for name in ("#", "Source", "Title", "Evidence", "Ranks", "Score"))
+    rows = "".join(render_search_hit(hit, i) for i, hit in enumerate(hits, 1))
+    return "".join(parts) + (
+        f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+    )
+
+
+# --------------------------------------------------------------------------- answers and sources
+
+_SOURCE_FIELDS = ("title", "citation", "kind", "parent_title", "parent_key", "text", "inlined", "word_count")
+
+
+def _as_source(item: Any) -> dict[str, Any]:
+    return {name: field(item, name) for name in _SOURCE_FIELDS if field(item, name) is not None}
+
+
+def answer_sources(answer: Any) -> list[dict[str, Any]]:
+    """What an answer rests on: its citations (with the evidence text behind each, so inlined notes
+    show), else the evidence it read — one entry per document, in order."""
+    evidence: dict[str, dict[str, Any]] = {}
+    for item in field(answer, "evidence") or []:
+        key = field(item, "key") or field(item, "title")
+        if not key:
+            continue
+        entry = evidence.setdefault(key, {})
+        for name, value in _as_source(item).items():
+            if name != "text":
+                entry.setdefault(name, value)
+            elif not entry.get("inlined"):
+                entry["text"] = value  # a later read_document passage beats a search excerpt
+    citations = list(field(answer, "citations") or [])
+    if not citations:
+        return list(evidence.values())
+    merged = []
+    for citation in citations:
+        source = dict(evidence.get(field(citation, "key") or "", {}))
+        source.update(_as_source(citation))
+        merged.append(source)
+    return merged
+
+
+def render_source(item: Any) -> str:
+    """One source: title, kind, citation / parent paper, and the note text when it was inlined.
+
+    Keys are never shown: in the chat the researcher sees titles, not Zotero internals.
+    """
+    kind = field(item, "kind")
+    parent_title = field(item, "parent_title")
+    title = field(item, "title") or field(item, "label") or "(untitled)"
+    label = kind_label(kind, parent_title or field(item, "parent_key"))
+    citation = str(field(item, "citation") or "")
+    # a note's citation already says "note" / "note on Cable et al., 2022": do not repeat the kind
+    meta = [citation] if citation.lower().startswith("note") else [label] + ([citation] if citation else [])
+    if parent_title and not citation.lower().startswith("note on"):
+        meta.append(f"on “{parent_title}”")
+    if _is_inlined(item):
+        meta.append("inlined")
+    text = field(item, "text") or field(item, "excerpt") or field(item, "snippet")
+    body = ""
+    if text:
+        inner = markdown_to_html(text if _is_inlined(item) else snippet(text))
+        body = f'<blockquote class="zc-source-text">{inner}</blockquote>'
+    return f'<li class="zc-source"><strong>{escape(title)}</strong> {_muted(" · ".join(meta))}{body}</li>'
+
+
+def render_sources(items: Iterable[Any], *, open_: bool = False) -> str:
+    """An expandable ``<details>`` list of sources (empty string when there are none)."""
+    items = list(items)
+    if not items:
+        return ""
+    rows = "".join(render_source(item) for item in items)
+    noun = "source" if len(items) == 1 else "sources"
+    return (
+        f'<details class="zc-sources"{" open" if open_ else ""}>'
+        f"<summary>{len(items)} {noun}</summary><ul>{rows}</ul></details>"
+    )
+
+
+def render_answer_body(text: str | None) -> str:
+    """The answer text: Markdown → sanitized HTML (an evidence-only answer carries its own label)."""
+    return markdown_to_html(text or "")
+
+
+def render_answer(answer: Any) -> str:
+    """A whole answer for ``Answer._repr_html_``: body and expandable sources."""
+    mode = escape(field(answer, "mode") or "")
+    body = render_answer_body(field(answer, "text"))
+    return f'<div class="zc-answer" data-mode="{mode}">{body}{render_sources(answer_sources(answer))}</div>'
+
+
+# --------------------------------------------------------------------------- bundles
+
+
+def render_bundle(manifest: Mapping[str, Any], markdown: str) -> str:
+    """An OKF bundle: title, provenance (parent paper, collections, hash, converter), then content."""
+    title = manifest.get("title") or "(untitled)"
+    kind = "note" if manifest.get("content_type") == "text/note" else "paper"
+    facts = [kind_label(kind, manifest.get("parent_key"))]
+    if manifest.get("citation"):
+        facts.append(str(manifest["citation"]))
+    if manifest.get("parent_title"):
+        facts.append(f"child of “{manifest['parent_title']}”")
+    if manifest.get("collections"):
+        facts.append("in " + ", ".join(str(c) for c in manifest["collections"]))
+    if manifest.get("word_count") is not None:
+        facts.append(f"{manifest['word_count']} words")
+    provenance = []
+    if manifest.get("source_hash"):
+        provenance.append(f"source sha256 {str(manifest['source_hash'])[:12]}…")
+    if manifest.get("converter_version"):
+        provenance.append(f"converter {manifest['converter_version']}")
+    if manifest.get("converted_at"):
+        provenance.append(f"converted {manifest['converted_at']}")
+    abstract = ""
+    if manifest.get("abstract"):
+        source = manifest.get("abstract_source") or "given"
+        abstract = f'<p class="zc-abstract"><em>Abstract ({escape(source)}):</em> {escape(manifest["abstract"])}</p>'
+    return (
+        f'<div class="zc-bundle"><h3>{escape(title)}</h3>'
+        f"<p>{_muted(' · '.join(facts))}<br>{_muted(' · '.join(provenance))}"
+        f"{' · ' + _muted('key ' + str(manifest['key'])) if manifest.get('key') else ''}</p>"
+        f'{abstract}<div class="zc-bundle-content">{markdown_to_html(markdown)}</div></div>'
+    )
+
+
+@dataclass(frozen=True)
+class BundleView:
+    """A note or paper bundle as a notebook cell shows it (``BundleView(manifest, markdown)``,
+    or ``wb.bundle(key)``).
+
+    Deliberately no ``_repr_markdown_``: JupyterLab renders *trusted* outputs (every output of
+    the current session) without sanitizing, and its Markdown renderer passes raw HTML through,
+    so a note's ``<script>`` or ``<img onerror>`` would run. The only rich repr is the HTML
+    one, built from escaped text and sanitized note content.
+    """
+
+    manifest: Mapping[str, Any]
+    markdown: str
+
+    def _repr_html_(self) -> str:
+        return render_bundle(self.manifest, self.markdown)
+
+    def __repr__(self) -> str:
+        return f"BundleView(key={self.manifest.get('key')!r}, title={self.manifest.get('title')!r})"
+
+
+# --------------------------------------------------------------------------- confirmations
+
+
+def describe_destination(*, collection: str | None = None, parent: str | None = None) -> str:
+    """Where a saved note went, in words ("collection ‘Reading group’", "a child note of ‘…’")."""
+    if parent:
+        return f"a child note of ‘{parent}’"
+    if collection:
+        return f"collection ‘{collection}’"
+    return "My Library (unfiled)"
+
+
+def saved_message(title: str, *, collection: str | None = None, parent: str | None = None) -> str:
+    """The panel's confirmation text: "Saved to collection ‘Reading group’ as ‘…’"."""
+    if parent:
+        return f"Saved as {describe_destination(parent=parent)}: ‘{title}’"
+    return f"Saved to {describe_destination(collection=collection)} as ‘{title}’"
