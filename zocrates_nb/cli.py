@@ -145,7 +145,7 @@ def cmd_llm_show(args: argparse.Namespace) -> int:
 
 
 def cmd_llm_set(args: argparse.Namespace) -> int:
-    from zocrates_nb.secrets import store_api_key
+    from zocrates_nb.credentials import store_api_key
 
     store = config_store(args)
     if args.role and args.model is None:

@@ -255,9 +255,7 @@ def _add_eval_parser(sub, common) -> None:
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     wb = _workbench(args, auto_sync=False)
     try:
-        from zocrates_nb.corpus.repair import rebuild_and_repair
-
-        stats = rebuild_and_repair(wb.corpus, wb.index)
+        stats = wb.rebuild_index()
         print(json.dumps(stats, default=str) if args.json else f"rebuilt the index from the corpus: {stats}")
         return EXIT_OK
     finally:

@@ -60,7 +60,7 @@ def collect_status(paths: "DataPaths") -> dict[str, Any]:
     under ``config_error`` and the defaults are shown for the config part.
     """
     from zocrates_nb import __version__
-    from zocrates_nb.secrets import api_key_source
+    from zocrates_nb.credentials import api_key_source
 
     status: dict[str, Any] = {"version": __version__, "data_dir": str(paths.root)}
     store = ConfigStore.for_paths(paths)

@@ -131,7 +131,7 @@ class Workbench:
     def _llm_factory(self):
         """A fresh LLM client from the config as it is *now* (edits apply on the next turn)."""
         from .agents.llm import LLMClient
-        from .secrets import get_api_key
+        from .credentials import get_api_key
 
         settings = self.config.llm()
         if not settings.configured:
@@ -364,6 +364,14 @@ class Workbench:
         status = collect_status(self.paths)
         status.setdefault("library", {})["label"] = self.source.describe()
         return status
+
+    def rebuild_index(self) -> dict:
+        """Re-create FTS rows and vectors from the bundles; a bundle that does not verify is skipped,
+        reported, and re-made from the library (``zocrates-nb index rebuild``)."""
+        from .corpus.repair import rebuild_and_repair
+
+        with self._lock:
+            return rebuild_and_repair(self.corpus, self.index)
 
     def close(self) -> None:
         for name in ("index", "corpus"):

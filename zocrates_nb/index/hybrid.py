@@ -611,6 +611,6 @@ def _metadata(row: fts.ChunkRow) -> dict:
 
 
 def _looks_like_key(value: str) -> bool:
-    from zocrates_nb.library.base import is_valid_key
+    from zocrates_nb.records import is_valid_key
 
     return is_valid_key(value)
