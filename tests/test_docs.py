@@ -11,8 +11,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 LINK = re.compile(r"(?<!`)\[[^\]`]*\]\(([^)\s]+)\)")
-# Written on parallel branches (own Zotero, reliability, note recall, speed); drop an entry once its page exists.
-PENDING = {"docs/reliability.md", "docs/performance.md"}
 
 
 def test_readme_is_a_short_front_door():
@@ -40,5 +38,4 @@ def test_links_stay_in_the_repository_or_go_to_public_sites(page):
             continue
         path = (page.parent / target.split("#", 1)[0]).resolve()
         assert path.is_relative_to(REPO), f"{target} leaves the repository"
-        if path.relative_to(REPO).as_posix() not in PENDING:
-            assert path.exists(), f"{page.name} links to {target}, which does not exist"
+        assert path.exists(), f"{page.name} links to {target}, which does not exist"
