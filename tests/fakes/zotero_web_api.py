@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
@@ -46,6 +47,8 @@ class FakeZoteroAPI:
         self.success_headers: dict[str, str] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.used_write_tokens: set[str] = set()     # Zotero-Write-Token: reuse → 412
+        self.created_by_post: list[str] = []         # every item key a POST created (duplicates show here)
+        self.latency_s = 0.0                         # per request: widens the window a test may kill in
         self.fulltext: dict[str, tuple[int, dict]] = {}   # attachment key → (version, {"content", …})
         self.key_user_id = library_id if library_type == "user" else 475425
         self.key_access: dict = {"user": {"library": True, "files": True, "notes": True, "write": True},
@@ -219,6 +222,8 @@ def _make_handler(api: FakeZoteroAPI):
             return path, {k: v[0] for k, v in parse_qs(url.query).items()}
 
         def _injected(self) -> bool:
+            if api.latency_s:
+                time.sleep(api.latency_s)
             with api.lock:
                 for i, (methods, status, headers) in enumerate(api.injected):
                     if self.command in methods:
@@ -368,6 +373,7 @@ def _make_handler(api: FakeZoteroAPI):
                             data.pop("collections", None)
                         data = api.add_item(data)
                         result["successful"][idx] = api.item_obj(data)
+                        api.created_by_post.append(data["key"])
                         result["success"][idx] = data["key"]
                 self._send(200, result, {"Last-Modified-Version": str(api.version), **api.success_headers})
 
