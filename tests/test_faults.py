@@ -156,7 +156,8 @@ def test_damaged_store_then_recovery_equals_a_clean_run(demo_template, clean_sta
     print(f"[corrupt] seed={SEED} store={store} how={how} file={target.relative_to(home)}")
     log = follow_recovery(home)
     recovered = state(home)
-    assert recovered == clean_state, f"seed={SEED} {store}/{how}: recovery {log} differs: {_diff(recovered, clean_state)}"
+    assert recovered == clean_state, \
+        f"seed={SEED} {store}/{how}: recovery {log} differs: {_diff(recovered, clean_state)}"
     if store == "events":
         from zocrates_nb.diagnostics.views import Diagnostics
 
@@ -196,7 +197,7 @@ def test_three_processes_saving_syncing_searching_and_rebuilding(demo_template, 
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
              for role, n in roles.items()}
     outputs = {role: p.communicate(timeout=300) for role, p in procs.items()}
-    for role, (out, err) in outputs.items():
+    for role, (_out, err) in outputs.items():
         assert procs[role].returncode == 0, f"{role}: {err[-2000:]}"
     saved = json.loads(outputs["saver"][0])
     assert len(saved) == roles["saver"]
@@ -217,8 +218,8 @@ PUSH_WORKER = textwrap.dedent('''
     sys.exit(main(["--data-dir", sys.argv[1], "outbox", "push"]))
 ''')
 PUSH_NOTES = 4
-PUSH_LATENCY_S = 0.04       # per request to the fake: a push spans ~0.5 s of kill points
-PUSH_MAX_DELAY_S = 0.9
+PUSH_LATENCY_S = 0.06       # per request to the fake: spreads the push over the kill window
+PUSH_DELAY_S = (0.15, 0.6)   # after "ready": from the key check and first POST to the last confirm
 API_KEY = "s3cr3t-key-XYZ"
 USER_ID = 475425
 PAPER = "PAPER333"
@@ -290,7 +291,7 @@ def test_sigkill_during_outbox_push_then_recovery_writes_each_note_exactly_once(
                                 stderr=subprocess.PIPE, text=True, env={**_env(), "ZOTERO_API_KEY": API_KEY})
         try:
             assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-            delay = rng.uniform(0.0, PUSH_MAX_DELAY_S)
+            delay = rng.uniform(*PUSH_DELAY_S)
             time.sleep(delay)
             finished = proc.poll() is not None
         finally:
