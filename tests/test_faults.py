@@ -7,8 +7,8 @@ no lost note, no hint without a way out.
 
 CI runs a sample; ``make soak`` runs many more. Replay a failure with the seed it prints:
     ZOCRATES_FAULT_SEED=<seed> pytest tests/test_faults.py
-Sizes: ZOCRATES_FAULT_KILLS (kill points per operation, default 1), ZOCRATES_FAULT_CORRUPTIONS
-(corruption cases, default 12 of the 32; 0 = all).
+Sizes: ZOCRATES_FAULT_KILLS (kill points per operation, default 1; ``outbox push`` included),
+ZOCRATES_FAULT_CORRUPTIONS (corruption cases, default 12 of the 32; 0 = all).
 """
 
 from __future__ import annotations
@@ -156,7 +156,8 @@ def test_damaged_store_then_recovery_equals_a_clean_run(demo_template, clean_sta
     print(f"[corrupt] seed={SEED} store={store} how={how} file={target.relative_to(home)}")
     log = follow_recovery(home)
     recovered = state(home)
-    assert recovered == clean_state, f"seed={SEED} {store}/{how}: recovery {log} differs: {_diff(recovered, clean_state)}"
+    assert recovered == clean_state, \
+        f"seed={SEED} {store}/{how}: recovery {log} differs: {_diff(recovered, clean_state)}"
     if store == "events":
         from zocrates_nb.diagnostics.views import Diagnostics
 
@@ -196,7 +197,7 @@ def test_three_processes_saving_syncing_searching_and_rebuilding(demo_template, 
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
              for role, n in roles.items()}
     outputs = {role: p.communicate(timeout=300) for role, p in procs.items()}
-    for role, (out, err) in outputs.items():
+    for role, (_out, err) in outputs.items():
         assert procs[role].returncode == 0, f"{role}: {err[-2000:]}"
     saved = json.loads(outputs["saver"][0])
     assert len(saved) == roles["saver"]
@@ -205,3 +206,115 @@ def test_three_processes_saving_syncing_searching_and_rebuilding(demo_template, 
         assert key in recovered["notes"]
     reference = clean_run(demo_template, home, tmp_path / "clean")
     assert recovered == reference, _diff(recovered, reference)
+
+
+# ----------------------------------------------------------------------------- SIGKILL during `outbox push`
+
+PUSH_WORKER = textwrap.dedent('''
+    import sys
+    from zocrates_nb.cli import main
+
+    print("ready", flush=True)
+    sys.exit(main(["--data-dir", sys.argv[1], "outbox", "push"]))
+''')
+PUSH_NOTES = 4
+PUSH_LATENCY_S = 0.06       # per request to the fake: spreads the push over the kill window
+PUSH_DELAY_S = (0.15, 0.6)   # after "ready": from the key check and first POST to the last confirm
+API_KEY = "s3cr3t-key-XYZ"
+USER_ID = 475425
+PAPER = "PAPER333"
+
+
+def _fake_api():
+    from tests.fakes.zotero_web_api import FakeZoteroAPI
+
+    api = FakeZoteroAPI(library_id=USER_ID, api_key=API_KEY)
+    api.add_item({"key": PAPER, "itemType": "journalArticle", "title": "Spatially resolved transcriptomics"})
+    return api
+
+
+def _outbox_home(tmp_path: Path, monkeypatch) -> tuple[Path, list]:
+    """A desktop library whose Web API writer was unreachable at save time: PUSH_NOTES notes in the outbox."""
+    from tests.fakes.zotero_sqlite import ZoteroDB
+    from zocrates_nb.outbox import Outbox
+    from zocrates_nb.workbench import Workbench
+
+    zotero_dir = tmp_path / "Zotero"
+    zotero_dir.mkdir()
+    with ZoteroDB(zotero_dir / "zotero.sqlite", "9") as db:
+        db.add_paper(PAPER, "Spatially resolved transcriptomics of the mouse brain",
+                     creators=[("Ana", "Lee", "author")], date="2020-01-01 2020-01-01")
+        db.add_note("NOTE3333", "<p>Spot deconvolution works best with a matched reference.</p>", parent=PAPER)
+        db.set_setting("account", "userID", USER_ID)
+    monkeypatch.setenv("ZOTERO_API_KEY", API_KEY)
+    home = tmp_path / "home"
+    wb = Workbench(home, auto_sync=False)
+    wb.config.update({"library": {"source": "zotero-dir", "zotero_dir": str(zotero_dir)},
+                      "writer": {"kind": "web", "library_id": str(USER_ID), "base_url": "http://127.0.0.1:9"}})
+    wb.close()
+    wb = Workbench(home, auto_sync=False)
+    wb.sync(progress=False)
+    for i in range(PUSH_NOTES):
+        saved = wb.save_note(f"Platypus ledger {i}", f"The platypus burrow ledger entry {i}.", parent_key=PAPER)
+        assert saved.destination == "outbox" and "Cannot reach" in saved.reason, saved.reason
+    wb.close()
+    return home, Outbox.for_paths(wb.paths).entries()
+
+
+def _point_writer_at(home: Path, api) -> None:
+    from zocrates_nb.config import ConfigStore
+    from zocrates_nb.paths import DataPaths
+
+    ConfigStore.for_paths(DataPaths.resolve(home)).update({"writer": {"base_url": api.base_url}})
+
+
+def _push_cases() -> list[int]:
+    return list(range(KILLS))
+
+
+@pytest.mark.parametrize("n", _push_cases())
+def test_sigkill_during_outbox_push_then_recovery_writes_each_note_exactly_once(tmp_path, monkeypatch, n):
+    import shutil
+
+    from zocrates_nb.outbox import Outbox
+    from zocrates_nb.paths import DataPaths
+
+    rng = random.Random(f"{SEED}-kill-push-{n}")
+    home, entries = _outbox_home(tmp_path, monkeypatch)
+    shutil.copytree(home, tmp_path / "clean")                 # the same outbox, for the clean run
+    script = tmp_path / "push_worker.py"
+    script.write_text(PUSH_WORKER)
+    with _fake_api() as api, _fake_api() as clean_api:
+        api.latency_s = PUSH_LATENCY_S
+        _point_writer_at(home, api)                            # Zotero is reachable again
+        proc = subprocess.Popen([sys.executable, str(script), str(home)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env={**_env(), "ZOTERO_API_KEY": API_KEY})
+        try:
+            assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+            delay = rng.uniform(*PUSH_DELAY_S)
+            time.sleep(delay)
+            finished = proc.poll() is not None
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        written_before = len(api.created_by_post)
+        recovery = rng.choice([("outbox", "push"), ("sync",)])
+        print(f"[kill] seed={SEED} op=outbox-push n={n} after {delay:.2f}s: {written_before}/{PUSH_NOTES} "
+              f"written{' (push had finished)' if finished else ''}; recovery `zocrates-nb {' '.join(recovery)}`")
+        api.latency_s = 0.0
+        code, _, err = cli(home, *recovery)
+        assert code == 0, err
+        log = follow_recovery(home)
+        outbox = Outbox.for_paths(DataPaths.resolve(home))
+        assert outbox.entries() == [], f"seed={SEED} n={n}: still in the outbox after {recovery} {log}"
+        keys = sorted(e.key for e in entries)
+        assert sorted(api.created_by_post) == keys, f"seed={SEED} n={n}: not exactly once: {api.created_by_post}"
+        assert {e.write_token for e in entries} <= api.used_write_tokens
+        assert sorted(w.key for w in outbox.waiting()) == keys
+        recovered = state(home)
+        _point_writer_at(tmp_path / "clean", clean_api)
+        assert cli(tmp_path / "clean", "outbox", "push")[0] == 0
+        assert cli(tmp_path / "clean", "sync")[0] == 0
+        reference = state(tmp_path / "clean")
+    assert recovered == reference, f"seed={SEED} n={n} differs: {_diff(recovered, reference)}"
+    assert set(keys) <= set(recovered["notes"])

@@ -62,6 +62,11 @@ def _use_web_writer(wb: Workbench, api: FakeZoteroAPI, monkeypatch) -> None:
     wb.config.update({"writer": {"kind": "web", "library_id": str(USER_ID), "base_url": api.base_url}})
 
 
+def _counts(paths) -> dict:
+    counts = Outbox.for_paths(paths).counts()
+    return {"outbox": counts["outbox"], "waiting": counts["waiting"]}
+
+
 def _notes_in(api: FakeZoteroAPI) -> list[dict]:
     return [d for d in api.items.values() if d.get("itemType") == "note"]
 
@@ -97,7 +102,7 @@ def test_outage_then_push_exactly_once_then_zotero_syncs_it_down(tmp_path, zoter
     wb.config.update({"writer": {"base_url": api.base_url}})   # the fake came back on a new port
     wb.sync(progress=False)                                     # sync pushes the outbox
     assert [n["key"] for n in _notes_in(api)] == [saved.key]    # exactly once, with our key
-    assert Outbox.for_paths(wb.paths).counts() == {"outbox": 0, "waiting": 1}
+    assert _counts(wb.paths) == {"outbox": 0, "waiting": 1}
     assert wb.status()["outbox"]["waiting"] == 1
     # Zotero syncs the note down: same key, same HTML → same bundle, nothing re-embedded
     html = api.items[saved.key]["note"]
@@ -105,7 +110,7 @@ def test_outage_then_push_exactly_once_then_zotero_syncs_it_down(tmp_path, zoter
         db.add_note(saved.key, html, parent=PAPER)
     report = wb.sync(progress=False)
     assert report.counts["new"] == 0 and report.counts["changed"] == 0 and report.counts["removed"] == 0
-    assert Outbox.for_paths(wb.paths).counts() == {"outbox": 0, "waiting": 0}
+    assert _counts(wb.paths) == {"outbox": 0, "waiting": 0}
     # later edits and trash in Zotero are followed
     with ZoteroDB.reopen(zotero_dir / "zotero.sqlite", "9") as db:
         db.trash(saved.key)
@@ -242,4 +247,118 @@ def test_sigkill_after_zoteros_200_before_the_outbox_update(tmp_path, zotero_dir
     report = push_outbox(paths, ConfigStore.for_paths(paths).read())
     assert report.written == [(saved.key, "zotero-web")]
     assert [n["key"] for n in _notes_in(api)] == [saved.key]          # still exactly one
-    assert Outbox.for_paths(DataPaths.resolve(tmp_path / "data")).counts() == {"outbox": 0, "waiting": 1}
+    assert _counts(DataPaths.resolve(tmp_path / "data")) == {"outbox": 0, "waiting": 1}
+
+
+# ----------------------------------------------------------------------------- waiting notes Zotero dropped
+
+@pytest.mark.parametrize("how", ["trash", "delete"])
+def test_a_waiting_note_trashed_or_deleted_in_zotero_before_it_synced_down_leaves_on_the_next_sync(
+        tmp_path, zotero_dir, api, monkeypatch, how):
+    wb = _workbench(tmp_path, zotero_dir)
+    _use_web_writer(wb, api, monkeypatch)
+    saved = wb.save_note("Dropped", "The axolotl gill note, trashed in Zotero at once.", parent_key=PAPER)
+    kept = wb.save_note("Kept", "The okapi stripe note stays.", parent_key=PAPER)
+    assert saved.destination == kept.destination == "zotero-web"
+    assert wb.sync(progress=False).counts["removed"] == 0          # Zotero still has both: both keep waiting
+    assert _counts(wb.paths) == {"outbox": 0, "waiting": 2}
+    getattr(api, how)(saved.key)                                    # the user drops it in Zotero (web library)
+    report = wb.sync(progress=False)
+    assert report.counts["removed"] == 1
+    assert saved.key not in wb.corpus.keys("note") and kept.key in wb.corpus.keys("note")
+    assert [w.key for w in Outbox.for_paths(wb.paths).waiting()] == [kept.key]
+    assert saved.key not in [h["key"] for h in wb.search("axolotl gill note", k=5).to_dict()["hits"]]
+    wb.close()
+
+
+def test_an_unreachable_writer_keeps_waiting_notes_waiting(tmp_path, zotero_dir, api, monkeypatch):
+    wb = _workbench(tmp_path, zotero_dir)
+    _use_web_writer(wb, api, monkeypatch)
+    saved = wb.save_note("Waits", "The quokka smile note.", parent_key=PAPER)
+    api.stop()
+    assert wb.sync(progress=False).counts["removed"] == 0
+    assert saved.key in wb.corpus.keys("note") and _counts(wb.paths)["waiting"] == 1
+    wb.close()
+
+
+def test_waiting_entries_carry_their_age(tmp_path, zotero_dir, api, monkeypatch, capsys):
+    from zocrates_nb.cli import main
+    from zocrates_nb.outbox import format_age
+    from zocrates_nb.status import format_status
+
+    wb = _workbench(tmp_path, zotero_dir)
+    _use_web_writer(wb, api, monkeypatch)
+    saved = wb.save_note("Aged", "The tapir snout note.", parent_key=PAPER)
+    import sqlite3
+
+    with sqlite3.connect(wb.paths.root / "outbox.sqlite") as conn:      # Zotero confirmed it 3 hours ago
+        conn.execute("UPDATE waiting SET written = written - 3 * 3600")
+    counts = Outbox.for_paths(wb.paths).counts()
+    assert 3 * 3600 <= counts["oldest_waiting_s"] < 3 * 3600 + 60
+    assert "waiting for Zotero to sync (the oldest for 3 h)" in format_status(wb.status())
+    wb.close()
+    assert main(["--data-dir", str(tmp_path / "data"), "outbox", "list", "--json"]) == 0
+    waiting = json.loads(capsys.readouterr().out)["waiting_for_zotero_sync"]
+    assert waiting[0]["key"] == saved.key and 3 * 3600 <= waiting[0]["waiting_s"] < 3 * 3600 + 60
+    assert waiting[0]["written_at"].endswith("Z")
+    assert main(["--data-dir", str(tmp_path / "data"), "outbox", "list"]) == 0
+    assert "waiting for Zotero to sync for 3 h" in capsys.readouterr().out
+    assert [format_age(s) for s in (5, 600, 7200, 3 * 86400)] == ["5 s", "10 min", "2 h", "3 days"]
+
+
+# ----------------------------------------------------------------------------- a hand-edited writer is checked once
+
+def _desktop_config(wb: Workbench, zotero_dir: Path, api: FakeZoteroAPI, monkeypatch) -> None:
+    """A writer written straight into zocrates_config.json: `library writer web` never checked it."""
+    monkeypatch.setenv("ZOTERO_API_KEY", KEY)
+    wb.config.update({"library": {"source": "zotero-dir", "zotero_dir": str(zotero_dir)},
+                      "writer": {"kind": "web", "library_id": str(USER_ID), "base_url": api.base_url}})
+
+
+def _key_checks(api: FakeZoteroAPI) -> int:
+    return sum(1 for method, path, _ in api.requests if method == "GET" and path.startswith("/keys/"))
+
+
+@pytest.mark.parametrize(("problem", "match"), [
+    ("read_only_key", "may not write notes"),
+    ("other_account", "belongs to user 999"),
+    ("desktop_of_another_account", "notes would go to another library"),
+])
+def test_a_hand_configured_writer_is_checked_before_its_first_write(
+        tmp_path, zotero_dir, api, monkeypatch, problem, match):
+    wb = _workbench(tmp_path, zotero_dir)
+    _desktop_config(wb, zotero_dir, api, monkeypatch)
+    if problem == "read_only_key":
+        api.key_access = {"user": {"library": True, "notes": True, "write": False}, "groups": {}}
+    elif problem == "other_account":
+        api.key_user_id = 999
+    else:                                    # the key is fine for its library, but Zotero desktop syncs elsewhere
+        with ZoteroDB.reopen(zotero_dir / "zotero.sqlite", "9") as db:
+            db.set_setting("account", "userID", 999)
+    saved = wb.save_note("Refused", "The pangolin scale note.", parent_key=PAPER)
+    assert saved.destination == "outbox" and match in saved.reason, saved.reason
+    assert _notes_in(api) == []                                      # nothing written to the wrong library
+    assert saved.key in wb.corpus.keys("note")                        # kept, searchable
+    entry = Outbox.for_paths(wb.paths).entries()[0]
+    assert match in entry.reason
+    wb.close()
+
+
+def test_a_passed_check_is_cached_per_writer_configuration(tmp_path, zotero_dir, api, monkeypatch):
+    wb = _workbench(tmp_path, zotero_dir)
+    _desktop_config(wb, zotero_dir, api, monkeypatch)
+    api.key_access = {"user": {"library": True, "notes": True, "write": False}, "groups": {}}
+    assert wb.save_note("First", "The numbat note.", parent_key=PAPER).destination == "outbox"
+    api.key_access = {"user": {"library": True, "notes": True, "write": True}, "groups": {}}   # fixed on zotero.org
+    second = wb.save_note("Second", "The bilby note.", parent_key=PAPER)          # also pushes the first
+    assert second.destination == "zotero-web"
+    assert len(_notes_in(api)) == 2 and Outbox.for_paths(wb.paths).counts()["outbox"] == 0
+    checks = _key_checks(api)
+    assert checks == 2                                                # refused once, passed once
+    assert wb.save_note("Third", "The quoll note.", parent_key=PAPER).destination == "zotero-web"
+    assert _key_checks(api) == checks                                 # cached: not asked again
+    assert KEY not in (wb.paths.root / "writer_checks.json").read_text()
+    monkeypatch.setenv("ZOTERO_API_KEY", "another-key")              # another configuration: checked again
+    assert wb.save_note("Fourth", "The dunnart note.", parent_key=PAPER).destination == "outbox"
+    assert _key_checks(api) == checks + 1
+    wb.close()

@@ -154,7 +154,7 @@ def library_show_extras(args: argparse.Namespace, library: dict) -> dict:
 # ----------------------------------------------------------------------------- outbox
 
 def cmd_outbox(args: argparse.Namespace) -> int:
-    from zocrates_nb.outbox import Outbox
+    from zocrates_nb.outbox import Outbox, format_age
     from zocrates_nb.saving import push_outbox
 
     paths = _paths(args)
@@ -180,15 +180,15 @@ def cmd_outbox(args: argparse.Namespace) -> int:
     entries, waiting = outbox.entries(), outbox.waiting()
     if args.json:
         _print_json({"outbox": [e.to_dict() for e in entries],
-                     "waiting_for_zotero_sync": [{"key": w.key, "title": w.title, "written_to": w.written_to}
-                                                 for w in waiting]})
+                     "waiting_for_zotero_sync": [w.waiting_dict() for w in waiting]})
         return EXIT_OK
     if not entries and not waiting:
         print("The outbox is empty: every saved note is in Zotero.")
     for e in entries:
         print(f"{e.key}  {e.title}  — not yet in Zotero: {e.reason}")
     for w in waiting:
-        print(f"{w.key}  {w.title}  — written to {w.written_to}, waiting for Zotero to sync")
+        print(f"{w.key}  {w.title}  — written to {w.written_to}, waiting for Zotero to sync for "
+              f"{format_age(w.waiting_dict()['waiting_s'])}")
     return EXIT_OK
 
 

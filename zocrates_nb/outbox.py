@@ -48,6 +48,7 @@ class OutboxEntry:
     write_token: str = ""
     attempts: int = 0
     written_to: str = ""   # for waiting notes: "zotero-local" | "zotero-web"
+    written: float = 0.0   # for waiting notes: when Zotero confirmed it (epoch seconds)
 
     def as_note(self) -> Note:
         return Note(self.key, self.html, self.parent_key, () if self.parent_key else self.collection_keys)
@@ -55,6 +56,25 @@ class OutboxEntry:
     def to_dict(self) -> dict:
         return {"key": self.key, "title": self.title, "parent_key": self.parent_key,
                 "collection_keys": list(self.collection_keys), "reason": self.reason, "attempts": self.attempts}
+
+    def waiting_dict(self, now: float | None = None) -> dict:
+        """A waiting note as ``outbox list --json`` shows it: where it went and how long it has waited."""
+        return {"key": self.key, "title": self.title, "written_to": self.written_to,
+                "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.written)),
+                "waiting_s": round(waited_s(self.written, now), 1)}
+
+
+def waited_s(since: float, now: float | None = None) -> float:
+    """Seconds from ``since`` to ``now`` (never negative: a clock step back reads as 0)."""
+    return max(0.0, (time.time() if now is None else now) - since)
+
+
+def format_age(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3 h``, ``2 days``: how long a note has waited, for people."""
+    for limit, unit, size in ((90, "s", 1), (90 * 60, "min", 60), (48 * 3600, "h", 3600)):
+        if seconds < limit:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds / 86400:.0f} days"
 
 
 @dataclass
@@ -70,12 +90,13 @@ class PushReport:
 class Outbox:
     """``<data-dir>/outbox.sqlite`` plus ``locks/outbox.lock``. Cheap to open; every call is one transaction."""
 
-    def __init__(self, path: Path, lock_path: Path) -> None:
+    def __init__(self, path: Path, lock_path: Path, paths=None) -> None:
         self.path, self.lock_path = Path(path), Path(lock_path)
+        self.paths = paths     # the DataPaths it belongs to (to ask the writers about waiting notes)
 
     @classmethod
     def for_paths(cls, paths) -> Outbox:
-        return cls(paths.root / "outbox.sqlite", paths.locks / "outbox.lock")
+        return cls(paths.root / "outbox.sqlite", paths.locks / "outbox.lock", paths)
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,16 +131,19 @@ class Outbox:
         if not self.path.exists():
             return []
         with closing(self._connect()) as conn:
-            rows = conn.execute("SELECT key, html, parent_key, collection_keys, title, written_to FROM waiting "
-                                "ORDER BY written").fetchall()
-        return [OutboxEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], written_to=r[5]) for r in rows]
+            rows = conn.execute("SELECT key, html, parent_key, collection_keys, title, written_to, written "
+                                "FROM waiting ORDER BY written").fetchall()
+        return [OutboxEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], written_to=r[5], written=r[6])
+                for r in rows]
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict:
+        """``outbox`` and ``waiting`` sizes, and how long the oldest waiting note has waited (s, or None)."""
         if not self.path.exists():
-            return {"outbox": 0, "waiting": 0}
+            return {"outbox": 0, "waiting": 0, "oldest_waiting_s": None}
         with closing(self._connect()) as conn:
-            return {"outbox": conn.execute("SELECT count(*) FROM entries").fetchone()[0],
-                    "waiting": conn.execute("SELECT count(*) FROM waiting").fetchone()[0]}
+            waiting, oldest = conn.execute("SELECT count(*), min(written) FROM waiting").fetchone()
+            return {"outbox": conn.execute("SELECT count(*) FROM entries").fetchone()[0], "waiting": waiting,
+                    "oldest_waiting_s": None if oldest is None else round(waited_s(oldest), 1)}
 
     # -- state changes -----------------------------------------------------
     def note_failure(self, key: str, reason: str) -> None:

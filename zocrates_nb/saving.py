@@ -9,18 +9,23 @@ exactly once. The demo library keeps its direct, synchronous path in ``workbench
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any
 
 from .atomic import write_atomically
-from .errors import ConfigError
-from .library.note_writer import LOCAL_API, WEB_API, NoteWriter, WriterUnavailable
+from .errors import ConfigError, LibraryError, ZocratesError
+from .library.note_writer import LOCAL_API, WEB_API, NoteWriter, WriterUnavailable, check_web_key, key_info
 from .locks import file_lock
 from .outbox import Outbox, OutboxEntry
 
 LOCAL_KEY_ENV = "ZOTERO_LOCAL_API_KEY"
+_log = logging.getLogger(__name__)
 NO_WRITER = ("no writer is set up for this Zotero library: run `zocrates-nb library writer local` (Zotero 10) or "
              "`zocrates-nb library writer web --api-key-env ENV` (zotero.org account)")
 
@@ -119,14 +124,135 @@ def writer_summary(paths, config: dict) -> dict:
     return {"kind": first.kind.removeprefix("zotero-"), "base_url": first.base_url, "library": first.library_path}
 
 
+# ----------------------------------------------------------------------------- checking a Web API writer once
+
+def desktop_account(library: dict) -> tuple[bool, int | None]:
+    """(is the library a desktop ``zotero.sqlite``, the zotero.org account it syncs with or None)."""
+    from .library.detect import read_zotero_db
+
+    if library.get("source") == "zotero-dir" and library.get("zotero_dir"):
+        db = Path(library["zotero_dir"]).expanduser() / "zotero.sqlite"
+    elif library.get("source") == "zotero-sqlite" and library.get("sqlite_path"):
+        db = Path(library["sqlite_path"]).expanduser()
+    else:
+        return False, None
+    if not db.exists():
+        return True, None
+    user_id = read_zotero_db(db).get("user_id")
+    return True, int(user_id) if str(user_id or "").isdigit() else None
+
+
+def _checks_path(paths) -> Path:
+    return paths.root / "writer_checks.json"
+
+
+def _check_id(writer: NoteWriter, desktop_user_id: int | None) -> str:
+    """One id per writer configuration (URL, library, key, desktop account); the key only as a hash."""
+    key_hash = hashlib.sha256(writer.api_key.encode("utf-8")).hexdigest()
+    return hashlib.sha256(json.dumps([writer.base_url, writer.library_path, key_hash, desktop_user_id])
+                          .encode("utf-8")).hexdigest()[:32]
+
+
+def _checked_ids(paths) -> list[str]:
+    try:
+        data = json.loads(_checks_path(paths).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:   # derived data: a damaged cache only means "check again"
+        _log.warning("ignoring damaged %s (%s): the writer is checked again", _checks_path(paths), exc)
+        return []
+    return [str(x) for x in data.get("checked", [])] if isinstance(data, dict) else []
+
+
+def _remember_checked(paths, check_id: str) -> None:
+    with file_lock(paths.locks / "writer_checks.lock"):
+        ids = [i for i in _checked_ids(paths) if i != check_id][-15:] + [check_id]
+        write_atomically(_checks_path(paths), json.dumps({"checked": ids}).encode("utf-8"))
+
+
+def verify_web_writer(paths, config: dict, writer: NoteWriter) -> None:
+    """Before the first write through a desktop library's Web API writer: may this key write notes, and
+    into the library Zotero desktop syncs with? Done by ``library writer web``; done here once for a
+    writer configured by editing ``zocrates_config.json``. Success is cached per writer configuration
+    in the data directory. Raises ``LibraryError`` (refused: why) or ``WriterUnavailable`` (ask later).
+    """
+    library, section = config.get("library") or {}, config.get("writer") or {}
+    if writer.kind != "zotero-web" or library.get("source") == "zotero-web":
+        return                     # the local API and the Web API source write into the library they read
+    desktop, desktop_user_id = desktop_account(library)
+    check_id = _check_id(writer, desktop_user_id)
+    if check_id in _checked_ids(paths):
+        return
+    library_type = section.get("library_type") or "user"
+    check_web_key(key_info(writer.base_url, writer.api_key, timeout=writer.timeout), library_type=library_type,
+                  library_id=str(section.get("library_id")), desktop_user_id=desktop_user_id,
+                  desktop=desktop and library_type == "user")
+    _remember_checked(paths, check_id)
+
+
+def _usable_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
+    """``choose_writers`` minus the Web API writers whose key check refuses them (with the reason)."""
+    writers, reason = choose_writers(paths, config)
+    usable = []
+    for writer in writers:
+        try:
+            verify_web_writer(paths, config, writer)
+        except WriterUnavailable as exc:
+            reason = exc.message
+        except LibraryError as exc:
+            reason = f"{exc.message} {exc.hint}".strip()
+        else:
+            usable.append(writer)
+    return usable, reason
+
+
+# ----------------------------------------------------------------------------- waiting notes Zotero dropped
+
+def resolve_gone_waiting(outbox: Outbox, keys: Sequence[str]) -> list[str]:
+    """Of these waiting notes, forget those Zotero says are deleted (404) or in the trash; return them.
+
+    Why: such a note never reaches ``zotero.sqlite``, so without this it would wait forever;
+    once forgotten, the next sync removes it like any trashed note. A writer that cannot be
+    reached leaves every note waiting (asked again next sync).
+    """
+    if not keys or outbox.paths is None:
+        return []
+    from .config import ConfigStore
+
+    try:
+        writers, _ = choose_writers(outbox.paths, ConfigStore.for_paths(outbox.paths).read())
+    except ZocratesError as exc:
+        _log.warning("cannot ask Zotero about waiting notes: %s", exc.message)
+        return []
+    by_kind = {writer.kind: writer for writer in writers}
+    wanted = set(keys)
+    gone = []
+    for entry in outbox.waiting():
+        writer = by_kind.get(entry.written_to)
+        if entry.key not in wanted or writer is None:
+            continue
+        try:
+            state = writer.item_state(entry.key)
+        except WriterUnavailable as exc:
+            _log.info("cannot ask Zotero about waiting notes now: %s", exc.message)
+            break
+        if state in ("gone", "trashed"):
+            gone.append(entry.key)
+    outbox.forget_waiting(gone)
+    return gone
+
+
 # ----------------------------------------------------------------------------- pushing and saving
 
 def push_outbox(paths, config: dict, *, wait_for_snapshot: bool = True):
     """Send every outbox entry through the first writer that answers; a PushReport."""
     outbox = Outbox.for_paths(paths)
-    writers, reason = choose_writers(paths, config)
+    chosen: list[tuple[list[NoteWriter], str]] = []    # checked lazily: an empty outbox costs nothing
 
     def send(entry: OutboxEntry) -> str:
+        if not chosen:
+            chosen.append(_usable_writers(paths, config))
+        writers, reason = chosen[0]
         if not writers:
             raise WriterUnavailable(reason, "")
         last: WriterUnavailable | None = None

@@ -137,7 +137,11 @@ def format_status(status: dict[str, Any]) -> str:
     if outbox.get("outbox"):
         lines.append(f"outbox         : {outbox['outbox']} saved notes not yet in Zotero — `zocrates-nb outbox list`")
     if outbox.get("waiting"):
-        lines.append(f"outbox         : {outbox['waiting']} saved notes waiting for Zotero to sync")
+        from zocrates_nb.outbox import format_age
+
+        oldest = outbox.get("oldest_waiting_s")
+        lines.append(f"outbox         : {outbox['waiting']} saved notes waiting for Zotero to sync"
+                     + (f" (the oldest for {format_age(oldest)})" if oldest is not None else ""))
     if "health" in status:
         lines.append(f"health         : {status['health']['summary']}")
     for problem in ("config_error", "secrets_error"):

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import threading
+import time
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
@@ -46,6 +48,8 @@ class FakeZoteroAPI:
         self.success_headers: dict[str, str] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.used_write_tokens: set[str] = set()     # Zotero-Write-Token: reuse → 412
+        self.created_by_post: list[str] = []         # every item key a POST created (duplicates show here)
+        self.latency_s = 0.0                         # per request: widens the window a test may kill in
         self.fulltext: dict[str, tuple[int, dict]] = {}   # attachment key → (version, {"content", …})
         self.key_user_id = library_id if library_type == "user" else 475425
         self.key_access: dict = {"user": {"library": True, "files": True, "notes": True, "write": True},
@@ -152,7 +156,7 @@ class FakeZoteroAPI:
 
     # -- server -------------------------------------------------------------
     def start(self) -> "FakeZoteroAPI":
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._server = _Server(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True
         host, port = self._server.server_address[:2]
         self.base_url = f"http://{host}:{port}" + ("/api" if self.local else "")
@@ -169,6 +173,15 @@ class FakeZoteroAPI:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    """A client that hangs up mid-answer (a test killed it) is no server error: say nothing."""
+
+    def handle_error(self, request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _make_handler(api: FakeZoteroAPI):
@@ -219,6 +232,8 @@ def _make_handler(api: FakeZoteroAPI):
             return path, {k: v[0] for k, v in parse_qs(url.query).items()}
 
         def _injected(self) -> bool:
+            if api.latency_s:
+                time.sleep(api.latency_s)
             with api.lock:
                 for i, (methods, status, headers) in enumerate(api.injected):
                     if self.command in methods:
@@ -368,6 +383,7 @@ def _make_handler(api: FakeZoteroAPI):
                             data.pop("collections", None)
                         data = api.add_item(data)
                         result["successful"][idx] = api.item_obj(data)
+                        api.created_by_post.append(data["key"])
                         result["success"][idx] = data["key"]
                 self._send(200, result, {"Last-Modified-Version": str(api.version), **api.success_headers})
 

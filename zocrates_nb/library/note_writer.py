@@ -23,11 +23,11 @@ the outbox and try later) and ``LibraryError`` (Zotero refused it: say why).
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import LibraryError
 
@@ -59,7 +59,7 @@ def http_json(method: str, url: str, headers: dict[str, str], body: Any = None,
             raw, status, got = response.read(), response.status, dict(response.headers.items())
     except urllib.error.HTTPError as exc:
         raw, status, got = exc.read(), exc.code, dict(exc.headers.items())
-    except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as exc:
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise WriterUnavailable(f"Cannot reach Zotero at {url.split('?')[0]}: {reason}.",
                                 "The note waits in the outbox; `zocrates-nb outbox push` sends it later.") from exc
@@ -106,6 +106,22 @@ class NoteWriter:
         reply = http_json("GET", self._url(f"items/{key}"), self._headers(), timeout=self.timeout)
         self._raise_for_transient(reply)
         return reply.body if reply.status == 200 and isinstance(reply.body, dict) else None
+
+    def item_state(self, key: str) -> str:
+        """What Zotero says about ``key``: present | trashed | gone (404) | unknown (any other answer).
+
+        Why: a note written here may be trashed or deleted in Zotero before Zotero ever syncs
+        it down; only the writer's side can tell, and then sync must stop waiting for it.
+        Raises ``WriterUnavailable`` when Zotero cannot be asked now.
+        """
+        reply = http_json("GET", self._url(f"items/{key}"), self._headers(), timeout=self.timeout)
+        self._raise_for_transient(reply)
+        if reply.status == 404:
+            return "gone"
+        if reply.status != 200 or not isinstance(reply.body, dict):
+            return "unknown"
+        data = reply.body.get("data") if isinstance(reply.body.get("data"), dict) else reply.body
+        return "trashed" if data.get("deleted") in (1, True, "1") else "present"
 
     def create_note(self, key: str, html: str, *, write_token: str, parent_key: str | None = None,
                     collection_keys: Sequence[str] = ()) -> dict:

@@ -6,7 +6,10 @@ sent yet) or in Zotero only (sent, but Zotero has not synced it down into
 corpus reads the library through this overlay: the real snapshot, plus those notes
 whose keys it lacks. As soon as the snapshot shows a key, Zotero's version wins (same
 key, same bundle; no re-embedding when the HTML is unchanged), the note is forgotten
-here, and later edits or trash in Zotero are followed like any other note's.
+here, and later edits or trash in Zotero are followed like any other note's. A
+waiting note that Zotero says is deleted or trashed before it ever synced down is
+forgotten too (``saving.resolve_gone_waiting``), so it leaves the corpus like any
+trashed note instead of waiting forever.
 """
 
 from __future__ import annotations
@@ -49,6 +52,12 @@ class PendingOverlay:
         arrived = [key for key in pending if key in shown]
         if arrived:
             self.outbox.forget_waiting(arrived)
+        unseen = [entry.key for entry in self.outbox.waiting() if entry.key not in shown]
+        if unseen:
+            from ..saving import resolve_gone_waiting
+
+            for key in resolve_gone_waiting(self.outbox, unseen):
+                pending.pop(key, None)
         extra = tuple(note for key, note in pending.items() if key not in shown)
         return dataclasses.replace(snap, notes=(*snap.notes, *extra)) if extra else snap
 
