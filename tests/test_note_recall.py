@@ -187,3 +187,21 @@ def test_keep_best_paper_moves_the_best_paper_into_the_window():
     assert [u for u, _ in keep_best_paper(fused, {"P1", "P2"}, 3)] == ["N1", "N2", "P1", "N3", "P2"]
     assert keep_best_paper(fused, {"P1", "P2"}, 5) == fused
     assert keep_best_paper(fused, set(), 3) == fused
+
+
+def test_default_fusion_holds_the_tuned_dev_figures_with_papers_competing(demo_workbench):
+    """The defaults in fusion.py were chosen on the dev split (benchmarks/sweep_note_fusion.py);
+    a change that loses the paraphrase or child-note gains fails here, not only in a benchmark."""
+    from zocrates_nb.evaluate import run_notes_eval
+
+    result = run_notes_eval(demo_workbench.index, split="dev")
+    assert result["recall@5"] >= 0.97 and result["mrr"] >= 0.88, result["misses"]
+    assert result["per_kind"]["paraphrase"]["recall@5"] >= 0.95
+    assert result["per_kind"]["child"]["recall@5"] == 1.0
+
+
+def test_default_lane_and_parent_share_are_the_tuned_values():
+    from zocrates_nb.index.fusion import LANE_WEIGHT, PARENT_SHARE
+
+    assert (LANE_WEIGHT, PARENT_SHARE) == (0.5, 0.2)
+    assert lane_weight_for(0.0) == pytest.approx(0.5) and lane_weight_for(1.0) == pytest.approx(1.0)

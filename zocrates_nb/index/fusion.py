@@ -21,11 +21,11 @@ from typing import Mapping, Sequence
 __all__ = ["LANE_WEIGHT", "INTENT_WEIGHT", "PARENT_SHARE", "LANE_DEPTH", "PAPER_WINDOW", "fuse", "lane_weight_for",
            "inherit_from_parents", "keep_best_paper"]
 
-LANE_WEIGHT = 0.25
+LANE_WEIGHT = 0.5
 INTENT_WEIGHT = 0.5
 #: Share of its paper's fused score a child note inherits ("my notes on the MERFISH paper":
 #: the paper matches the topic, the note holds what the user wrote about it).
-PARENT_SHARE = 0.1
+PARENT_SHARE = 0.2
 #: Notes per retriever list that get the lane term.
 LANE_DEPTH = 3
 #: The first results that always include the best paper found (when the lane would push it out).
