@@ -11,7 +11,9 @@ so the best notes of each retriever move up without ever changing the order of t
 among themselves (paper retrieval, e.g. SciFact, is untouched: it has no notes). ``w`` is
 ``lane_weight`` plus ``intent_weight × note_intent(query)`` — a question in the first person
 ("what did I decide…") leans further to notes. Weights were tuned on the demo questions' dev
-split (``zocrates-nb eval --notes --split dev``).
+split (``zocrates-nb eval --notes --split dev``) with ``benchmarks/sweep_note_fusion.py``;
+docs/retrieval.md §7 has the sweep. A length penalty for many-chunk notes was tried there and
+lost: the long notes are the answer as often as they are in the way.
 """
 
 from __future__ import annotations
