@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from zocrates_nb.diagnostics.ir_metrics import mrr_at_k, recall_at_k
 from zocrates_nb.evaluate import load_note_questions
@@ -64,7 +65,7 @@ def settings(args: argparse.Namespace) -> Iterable[tuple[str, dict[str, Any]]]:
     if args.grid:
         names = list(GRID)
         for values in itertools.product(*(GRID[n] for n in names)):
-            setting = dict(zip(names, values))
+            setting = dict(zip(names, values, strict=True))
             yield " ".join(f"{n}={v}" for n, v in setting.items()), setting
         return
     for name, values in ONE_AT_A_TIME.items():
@@ -82,7 +83,7 @@ def main() -> None:
     wb = Workbench(args.data_dir, auto_sync=False)
     questions = load_note_questions(split=args.split)
     embedder = wb.index.embedder
-    vectors = dict(zip((q["id"] for q in questions), embedder.embed([q["query"] for q in questions])))
+    vectors = dict(zip((q["id"] for q in questions), embedder.embed([q["query"] for q in questions]), strict=True))
     base = wb.config.read()
     kinds = sorted({q.get("kind") or "keyword" for q in questions})
     print(f"{args.split}: {len(questions)} questions; R@5 / MRR@10 overall, then per kind: {', '.join(kinds)}")

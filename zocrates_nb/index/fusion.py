@@ -18,7 +18,7 @@ lost: the long notes are the answer as often as they are in the way.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = ["LANE_WEIGHT", "INTENT_WEIGHT", "PARENT_SHARE", "LANE_DEPTH", "PAPER_WINDOW", "fuse", "lane_weight_for",
            "inherit_from_parents", "keep_best_paper"]
