@@ -11,21 +11,23 @@ so the best notes of each retriever move up without ever changing the order of t
 among themselves (paper retrieval, e.g. SciFact, is untouched: it has no notes). ``w`` is
 ``lane_weight`` plus ``intent_weight × note_intent(query)`` — a question in the first person
 ("what did I decide…") leans further to notes. Weights were tuned on the demo questions' dev
-split (``zocrates-nb eval --notes --split dev``).
+split (``zocrates-nb eval --notes --split dev``) with ``benchmarks/sweep_note_fusion.py``;
+docs/retrieval.md §7 has the sweep. A length penalty for many-chunk notes was tried there and
+lost: the long notes are the answer as often as they are in the way.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = ["LANE_WEIGHT", "INTENT_WEIGHT", "PARENT_SHARE", "LANE_DEPTH", "PAPER_WINDOW", "fuse", "lane_weight_for",
            "inherit_from_parents", "keep_best_paper"]
 
-LANE_WEIGHT = 0.25
+LANE_WEIGHT = 0.5
 INTENT_WEIGHT = 0.5
 #: Share of its paper's fused score a child note inherits ("my notes on the MERFISH paper":
 #: the paper matches the topic, the note holds what the user wrote about it).
-PARENT_SHARE = 0.1
+PARENT_SHARE = 0.2
 #: Notes per retriever list that get the lane term.
 LANE_DEPTH = 3
 #: The first results that always include the best paper found (when the lane would push it out).
