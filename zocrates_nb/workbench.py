@@ -23,6 +23,7 @@ from .library.base import Collection, LibrarySource, Paper
 from .paths import DataPaths
 
 if TYPE_CHECKING:
+    from .explain import Explanation
     from .render import BundleView
 
 
@@ -199,6 +200,13 @@ class Workbench:
         from .tools import MAX_PUBLIC_K
 
         return self.tools.search_corpus(query, k=k, filters=filters, mode=mode, max_k=MAX_PUBLIC_K)
+
+    def explain(self, query: str, key: str) -> Explanation:
+        """Why ``key`` ranks where it does for ``query``: ranks per retriever, chunks, cuts (``zocrates-nb explain``)."""
+        from .explain import explain
+        from .index.embed import token_counter
+
+        return explain(self.index, query, key, count_tokens=token_counter())
 
     def read_document(self, key: str, section: str | None = None) -> str:
         return self.tools.read_document(key, section=section)

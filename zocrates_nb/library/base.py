@@ -9,6 +9,7 @@ sees only these records, never a source's own format.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
