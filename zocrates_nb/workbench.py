@@ -202,7 +202,7 @@ class Workbench:
         return self.tools.search_corpus(query, k=k, filters=filters, mode=mode, max_k=MAX_PUBLIC_K)
 
     def explain(self, query: str, key: str) -> Explanation:
-        """Why ``key`` ranks where it does for ``query``: ranks per retriever, chunks, cuts (``zocrates-nb explain``)."""
+        """Why ``key`` ranks where it does for ``query``: ranks per retriever, chunks, cuts (CLI: ``explain``)."""
         from .explain import explain
         from .index.embed import token_counter
 
@@ -355,15 +355,31 @@ class Workbench:
     def papers(self) -> list[Paper]:
         return sorted(self.source.snapshot().papers, key=lambda p: (p.first_author, p.year or 0))
 
+    def library_label(self) -> str:
+        """The library's name for a header ("Demo library", "Zotero desktop"), without its file path."""
+        return self.source.describe().split(" (")[0]
+
+    def llm_configured(self) -> bool:
+        """Whether a language model is configured (else answers are evidence-only)."""
+        return bool(self.config.llm().configured)
+
     # -- profile -------------------------------------------------------------
     @property
     def profile(self) -> str:
+        """The User Research Profile sent with every question ('' when none is set)."""
         return self.config.profile()
 
+    @property
+    def profile_limit(self) -> int:
+        """The most characters the profile may hold (``max_research_profile_chars``, 1,000 by default)."""
+        return int(self.config.profile_limit())
+
     def set_profile(self, text: str) -> None:
+        """Validate and save the profile (refused past ``profile_limit``; the file is then left as it was)."""
         self.config.set_profile(text)
 
     def clear_profile(self) -> None:
+        """Remove the profile: no profile section is sent with questions."""
         self.config.clear_profile()
 
     def status(self) -> dict[str, Any]:
@@ -415,3 +431,11 @@ def open_workbench(data_dir: str | Path | None = None, **kwargs) -> Workbench:
             kwargs.setdefault("dense_in_background", True)
             wb = _OPEN[root] = Workbench(data_dir=root, **kwargs)
         return wb
+
+
+def default_workbench() -> Workbench:
+    """The workbench a widget opened without one uses: ``open_workbench()`` (``ZOCRATES_HOME`` honoured).
+
+    The one place that decides the default; widgets reach it through ``zocrates_nb.default_workbench``.
+    """
+    return open_workbench()
