@@ -94,10 +94,10 @@ def choose_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
     kind = writer.get("kind") or "auto"
     writers: list[NoteWriter] = []
     if kind in ("auto", "local"):
-        local_key = read_local_key(paths)
-        if local_key:
+        approved_key = read_local_key(paths)
+        if approved_key:
             writers.append(NoteWriter("zotero-local", writer.get("local_base_url") or LOCAL_API, "users/0",
-                                      local_key, writer.get("server_id")))
+                                      approved_key, writer.get("server_id")))
     if kind in ("auto", "web") and writer.get("library_id") not in (None, ""):
         key = os.environ.get(writer.get("api_key_env") or "ZOTERO_API_KEY", "").strip()
         if key:
