@@ -35,10 +35,10 @@ def _imported_after(code: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("module", ["zocrates_nb", "zocrates_nb.cli", "zocrates_nb.cli_library",
+@pytest.mark.parametrize("module", ["zocrates_nb", "zocrates_nb.cli", "zocrates_nb.cli.library",
                                     "zocrates_nb.workbench", "zocrates_nb.tools", "zocrates_nb.index.hybrid",
                                     "zocrates_nb.corpus.sync", "zocrates_nb.status",
-                                    "zocrates_nb.engine", "zocrates_nb.cli_engine"])
+                                    "zocrates_nb.engine", "zocrates_nb.cli.engine"])
 def test_importing_the_entry_points_loads_no_heavy_library(module):
     assert _imported_after(f"import {module}") == []
 

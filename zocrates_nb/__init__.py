@@ -21,6 +21,7 @@ __all__ = ["Workbench", "open_workbench", "ChatPanel", "ProfileEditor", "__versi
 _LAZY = {
     "Workbench": ("zocrates_nb.workbench", "Workbench"),
     "open_workbench": ("zocrates_nb.workbench", "open_workbench"),
+    "default_workbench": ("zocrates_nb.workbench", "default_workbench"),
     "ChatPanel": ("zocrates_nb.widgets", "ChatPanel"),
     "ProfileEditor": ("zocrates_nb.widgets", "ProfileEditor"),
 }

@@ -28,9 +28,10 @@ from typing import Any, Callable, Mapping
 
 from zocrates_nb.diagnostics.ir_metrics import evaluate_run, mrr_at_k, recall_at_k
 from zocrates_nb.errors import ZocratesError
+from zocrates_nb.eval_index import beir_records, open_eval_index
 from zocrates_nb.hashing import sha256_file
-from zocrates_nb.index.fts import ChunkRow, DocumentRow
 from zocrates_nb.paths import DataPaths
+from zocrates_nb.protocols import EventSink, NullEventSink
 
 __all__ = ["BeirDataset", "load_beir", "beir_records", "open_eval_index", "run_rankings", "run_beir_eval",
            "load_note_questions", "run_notes_eval", "DEMO_QUESTIONS"]
@@ -109,58 +110,6 @@ def load_beir(dataset_dir: str | Path, split: str = "test") -> BeirDataset:
     return BeirDataset(root.name, root, split, corpus_path, sha256_file(corpus_path), queries, qrels)
 
 
-def beir_records(corpus: Mapping[str, tuple[str, str]]) -> list[tuple[DocumentRow, list[ChunkRow]]]:
-    """One index document (and one chunk) per BEIR document, as the published baselines do."""
-    records = []
-    for doc_id, (title, text) in corpus.items():
-        doc = DocumentRow(key=doc_id, kind="paper", title=title, item_type="beir",
-                          word_count=len(text.split()))
-        records.append((doc, [ChunkRow(chunk_id=f"{doc_id}:0", key=doc_id, kind="paper", text=text,
-                                       title=title, item_type="beir")]))
-    return records
-
-
-def _marker_path(folder: Path) -> Path:
-    return folder / "eval_index.json"
-
-
-def open_eval_index(paths: DataPaths, dataset: BeirDataset, *, vectors: bool,
-                    search: Mapping[str, Any] | None = None, embedder: Any = None,
-                    progress: Callable[[int, int], None] | None = None) -> tuple[Any, bool]:
-    """The cached evaluation index for this corpus (built or completed if needed) → (index, built)."""
-    from zocrates_nb.index.hybrid import HybridIndex
-    from zocrates_nb.locks import file_lock
-
-    folder = Path(paths.eval_cache) / f"{dataset.name}-{dataset.corpus_sha256[:16]}"
-    folder.mkdir(parents=True, exist_ok=True)
-    config = {"vectors": {"mode": "persistent"}, "search": dict(search or {})}
-    built = False
-    with file_lock(folder / "build.lock", timeout=3600):
-        marker_file = _marker_path(folder)
-        marker = json.loads(marker_file.read_text(encoding="utf-8")) if marker_file.is_file() else {}
-        if marker.get("corpus_sha256") != dataset.corpus_sha256:
-            marker = {"corpus_sha256": dataset.corpus_sha256, "dataset": dataset.name}
-        index = HybridIndex(DataPaths(folder), config, embedder=embedder, auto_repair_limit=10**9)
-        if not marker.get("fts"):
-            index.index_records(beir_records(dataset.corpus()), vectors=False)
-            marker.update(fts=True, documents=index.stats()["documents"], vectors=None)
-            built = True
-            _write_marker(marker_file, marker)
-        model_id = getattr(index.embedder, "model_id", None) if vectors else None
-        if vectors and marker.get("vectors") != model_id:
-            index.reconcile(progress=progress)            # embeds only what is missing: resumable
-            marker["vectors"] = model_id
-            built = True
-            _write_marker(marker_file, marker)
-    return index, built
-
-
-def _write_marker(path: Path, marker: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(marker, indent=2), encoding="utf-8")
-    tmp.replace(path)
-
-
 def run_rankings(index: Any, queries: Mapping[str, str], mode: str, depth: int = 100) -> dict[str, list[str]]:
     """qid → ranked doc ids. Query vectors are computed in one batch (much faster than one by one)."""
     if mode not in _MODES:
@@ -172,7 +121,7 @@ def run_rankings(index: Any, queries: Mapping[str, str], mode: str, depth: int =
 
 
 def run_beir_eval(dataset_dir: str | Path, split: str = "test", mode: str = "hybrid", *,
-                  paths: DataPaths | None = None, events: Any = None, search: Mapping[str, Any] | None = None,
+                  paths: DataPaths | None = None, events: EventSink | None = None, search: Mapping[str, Any] | None = None,
                   embedder: Any = None, progress: Callable[[int, int], None] | None = None) -> dict:
     """nDCG@10, Recall@100 and MRR@10 of one mode on one split (index cached per corpus hash)."""
     if mode not in _MODES:
@@ -190,9 +139,9 @@ def run_beir_eval(dataset_dir: str | Path, split: str = "test", mode: str = "hyb
     result = {**{name: round(value, 4) for name, value in metrics.items()}, "mode": mode, "split": split,
               "queries": len(dataset.qrels), "seconds": round(time.perf_counter() - started, 2),
               "dataset": dataset.name, "index_built": built}
-    if events is not None:
-        events.emit("eval", **{k: v for k, v in result.items() if k != "index_built"},
-                    latency_ms=round(result["seconds"] * 1000, 1))
+    sink: EventSink = events if events is not None else NullEventSink()
+    sink.emit("eval", **{k: v for k, v in result.items() if k != "index_built"},
+              latency_ms=round(result["seconds"] * 1000, 1))
     return result
 
 
@@ -232,7 +181,7 @@ def _summary(rows: list[tuple[float, float, float]]) -> dict:
 
 
 def run_notes_eval(index: Any, questions: list[dict] | None = None, *, k: int = 5, mode: str = "hybrid",
-                   events: Any = None, notes_only: bool = False, split: str | None = None) -> dict:
+                   events: EventSink | None = None, notes_only: bool = False, split: str | None = None) -> dict:
     """Note Recall@k, Recall@10 and MRR@10, overall and per question kind.
 
     By default the search is unfiltered, so papers compete for the same slots as the agents
@@ -261,8 +210,8 @@ def run_notes_eval(index: Any, questions: list[dict] | None = None, *, k: int = 
               "split": split or "all", "notes_only": notes_only,
               "per_kind": {kind: _summary(rows) for kind, rows in sorted(by_kind.items())},
               "misses": misses, "seconds": round(time.perf_counter() - started, 2), "dataset": "notes"}
-    if events is not None:
-        events.emit("eval", dataset="notes", split=result["split"], mode=mode, queries=n,
-                    **{f"recall@{k}": result[f"recall@{k}"], "mrr@10": result["mrr"]},
-                    seconds=result["seconds"], latency_ms=round(result["seconds"] * 1000, 1))
+    sink: EventSink = events if events is not None else NullEventSink()
+    sink.emit("eval", dataset="notes", split=result["split"], mode=mode, queries=n,
+              **{f"recall@{k}": result[f"recall@{k}"], "mrr@10": result["mrr"]},
+              seconds=result["seconds"], latency_ms=round(result["seconds"] * 1000, 1))
     return result

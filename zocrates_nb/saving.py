@@ -13,13 +13,15 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .atomic import write_atomically
-from .errors import ConfigError, LibraryError, ZocratesError
+from .errors import ConfigError, LibraryError, LibraryReadOnlyError, NotFoundError, ZocratesError
 from .library.note_writer import LOCAL_API, WEB_API, NoteWriter, WriterUnavailable, check_web_key, key_info
 from .locks import file_lock
 from .outbox import Outbox, OutboxEntry
@@ -96,10 +98,10 @@ def choose_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
     kind = writer.get("kind") or "auto"
     writers: list[NoteWriter] = []
     if kind in ("auto", "local"):
-        local_key = read_local_key(paths)
-        if local_key:
+        approved_key = read_local_key(paths)
+        if approved_key:
             writers.append(NoteWriter("zotero-local", writer.get("local_base_url") or LOCAL_API, "users/0",
-                                      local_key, writer.get("server_id")))
+                                      approved_key, writer.get("server_id")))
     if kind in ("auto", "web") and writer.get("library_id") not in (None, ""):
         key = os.environ.get(writer.get("api_key_env") or "ZOTERO_API_KEY", "").strip()
         if key:
@@ -128,18 +130,10 @@ def writer_summary(paths, config: dict) -> dict:
 
 def desktop_account(library: dict) -> tuple[bool, int | None]:
     """(is the library a desktop ``zotero.sqlite``, the zotero.org account it syncs with or None)."""
-    from .library.detect import read_zotero_db
+    from .zotero_setup import desktop_account as desktop_account_and_group
 
-    if library.get("source") == "zotero-dir" and library.get("zotero_dir"):
-        db = Path(library["zotero_dir"]).expanduser() / "zotero.sqlite"
-    elif library.get("source") == "zotero-sqlite" and library.get("sqlite_path"):
-        db = Path(library["sqlite_path"]).expanduser()
-    else:
-        return False, None
-    if not db.exists():
-        return True, None
-    user_id = read_zotero_db(db).get("user_id")
-    return True, int(user_id) if str(user_id or "").isdigit() else None
+    is_desktop, user_id, _group_id = desktop_account_and_group(library)
+    return is_desktop, user_id
 
 
 def _checks_path(paths) -> Path:
@@ -280,3 +274,126 @@ def save_to_zotero(paths, config: dict, corpus, html: str, *, title: str, parent
         return SaveRecord(entry.key, written[entry.key], parent_key, tuple(collection_keys))
     reason = dict(report.kept).get(entry.key) or "not sent yet"
     return SaveRecord(entry.key, "outbox", parent_key, tuple(collection_keys), reason)
+
+
+# ----------------------------------------------------------------------------- what the user sees
+
+@dataclass(frozen=True)
+class SavedNote:
+    """Where a Save as Note went, in words a user understands."""
+
+    key: str
+    title: str
+    parent_key: str | None
+    collection_key: str | None
+    where: str
+    #: demo | zotero-local | zotero-web | outbox, and why a note is in the outbox
+    destination: str = "demo"
+    reason: str | None = None
+
+    def to_dict(self) -> dict:
+        """The ``"saved"`` record of ``ask --save --json``."""
+        return {"key": self.key, "where": self.destination, "parent_key": self.parent_key,
+                "collection_keys": [self.collection_key] if self.collection_key else [], "reason": self.reason}
+
+    def _repr_html_(self) -> str:
+        # HTML with escaped text, not Markdown: JupyterLab renders trusted Markdown output's raw
+        # HTML unsanitized, and a title can come from a model's answer.
+        from .render import escape
+
+        waiting = (f" Not yet in Zotero: {escape(self.reason or '')}" if self.destination == "outbox" else "")
+        return f"Saved <strong>{escape(self.title)}</strong> — {escape(self.where)}.{waiting}"
+
+
+def _title_from(question: str, limit: int = 100) -> str:
+    text = " ".join(question.split())
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def answer_note(answer: Any, title: str | None = None) -> tuple[str, str, list[str]]:
+    """(title, Markdown, sources) of the note that saves one answer: the question is the default title."""
+    question = getattr(answer, "question", "") or "Answer"
+    sources = [c.title if hasattr(c, "title") else str(c) for c in getattr(answer, "citations", [])]
+    return title or _title_from(question), answer.text, sources
+
+
+def session_note(session: Any, title: str | None = None) -> tuple[str, str, list[str]]:
+    """(title, Markdown, sources) of the note that saves a chat session: one section per question."""
+    turns = list(getattr(session, "turns", []))
+    if not turns:
+        raise ZocratesError("This chat session has no answers yet.", "Ask a question first, then save the session.")
+    parts, sources = [], []
+    for turn in turns:
+        answer = turn.answer
+        parts.append(f"## {turn.question.strip()}\n\n{answer.text.strip()}\n")
+        sources += [c.title if hasattr(c, "title") else str(c) for c in getattr(answer, "citations", [])]
+    first = turns[0].question
+    return title or f"Chat session: {_title_from(first)}", "\n".join(parts), list(dict.fromkeys(sources))
+
+
+# ----------------------------------------------------------------------------- Save as Note, for a workbench
+
+def save_note(wb: Any, title: str, markdown: str, *, sources: Sequence[str] = (), collection_key: str | None = None,
+              parent_key: str | None = None, lock: AbstractContextManager[Any]) -> SavedNote:
+    """``Workbench.save_note``: the demo library writes at once; a Zotero library goes outbox-first.
+
+    ``wb`` gives the source, corpus, paths, config and events; ``lock`` is held while the library and
+    the corpus change (the workbench's sync lock)."""
+    from .convert.note_html import render_note_html
+    from .library.pending import is_zotero_source
+
+    if collection_key and parent_key:
+        raise ZocratesError("A note is either a child of a paper or standalone in a collection, not both.",
+                            "Pass parent_key= for a child note, or collection_key= for a standalone note.")
+    if is_zotero_source(wb.source):
+        html = render_note_html(title, markdown, sources)
+        return _save_to_zotero(wb, title, html, parent_key, collection_key, lock)
+    if not getattr(wb.source, "writable", False):
+        raise LibraryReadOnlyError(f"The library source ({wb.source.describe()}) cannot write notes.",
+                                   "Use the demo library or a Zotero Web/local API source to save notes.")
+    names = _collection_names(wb, collection_key)
+    html = render_note_html(title, markdown, sources)
+    started = time.perf_counter()
+    with lock:
+        note = wb.source.create_note(html, parent_key=parent_key,
+                                     collection_keys=(collection_key,) if collection_key else ())
+        wb.corpus.materialize_note(note)
+    where = _where(wb, parent_key, collection_key, names)
+    wb.events.emit("save", key=note.key, parent_key=parent_key, collection=collection_key,
+                   latency_ms=round((time.perf_counter() - started) * 1000, 3))
+    return SavedNote(note.key, title, parent_key, collection_key, where)
+
+
+def _save_to_zotero(wb: Any, title: str, html: str, parent_key: str | None, collection_key: str | None,
+                    lock: AbstractContextManager[Any]) -> SavedNote:
+    """Desktop / Web API libraries: outbox, index at once, then the writers (``save_to_zotero``)."""
+    if parent_key and wb.source.get_paper(parent_key) is None:
+        raise NotFoundError(f"No paper with key {parent_key!r}.", "Pick one of wb.papers().")
+    names = _collection_names(wb, collection_key)
+    started = time.perf_counter()
+    with lock:
+        record = save_to_zotero(wb.paths, wb.config.read(), wb.corpus, html, title=title, parent_key=parent_key,
+                                collection_keys=(collection_key,) if collection_key else ())
+    where = _where(wb, parent_key, collection_key, names)
+    where += " (not yet in Zotero)" if record.where == "outbox" else ""
+    wb.events.emit("save", key=record.key, parent_key=parent_key, collection=collection_key,
+                   destination=record.where, latency_ms=round((time.perf_counter() - started) * 1000, 3))
+    return SavedNote(record.key, title, parent_key, collection_key, where, record.where, record.reason)
+
+
+def _collection_names(wb: Any, collection_key: str | None) -> dict[str, str]:
+    """Collection names by key; refuses a ``collection_key`` that names none."""
+    names = {c.key: c.name for c in wb.collections()}
+    if collection_key and collection_key not in names:
+        raise NotFoundError(f"No collection with key {collection_key!r}.", "Pick one of wb.collections().")
+    return names
+
+
+def _where(wb: Any, parent_key: str | None, collection_key: str | None, names: dict[str, str]) -> str:
+    """Where a saved note is, in words: attached to a paper, in a collection, or standalone."""
+    if parent_key:
+        paper = wb.source.get_paper(parent_key)
+        return f"attached to ‘{paper.title if paper else parent_key}’"
+    if collection_key:
+        return f"in collection ‘{names[collection_key]}’"
+    return "as a standalone note"

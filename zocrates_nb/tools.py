@@ -25,6 +25,7 @@ from typing import Any, Iterator, Mapping
 
 from zocrates_nb.errors import QueryError, ZocratesError
 from zocrates_nb.index.ranking import SearchHit, prepare_query
+from zocrates_nb.protocols import EventSink, NullEventSink, SearchIndex
 from zocrates_nb.records import INLINE_WORDS
 
 __all__ = ["LibraryTools", "SearchResults", "TOOL_SPECS", "INLINE_WORDS", "format_hit", "format_evidence",
@@ -168,10 +169,11 @@ class SearchResults:
 class LibraryTools:
     """The agent-facing tools over one corpus and index; every search emits a ``search`` event."""
 
-    def __init__(self, corpus: Any, index: Any, events: Any = None, *, mode: str = "hybrid") -> None:
+    def __init__(self, corpus: Any, index: SearchIndex, events: EventSink | None = None, *,
+                 mode: str = "hybrid") -> None:
         self.corpus = corpus
         self.index = index
-        self.events = events
+        self.events: EventSink = events if events is not None else NullEventSink()
         self.mode = mode
 
     def search_corpus(self, query: str, k: int = 10, filters: Mapping[str, Any] | None = None,
@@ -195,11 +197,10 @@ class LibraryTools:
         results = SearchResults(query=text, hits=hits, evidence_text=format_evidence(text, hits, notices),
                                 notice=" ".join(notices) or None, mode=mode, filters=dict(filters or {}),
                                 latency_ms=latency_ms)
-        if self.events is not None:
-            self.events.emit("search", query=text, k=k, mode=mode, filters=dict(filters or {}),
-                             latency_ms=latency_ms,
-                             results=[{"key": h.key, "kind": h.kind, "lexical_rank": h.ranks.get("lexical"),
-                                       "dense_rank": h.ranks.get("dense"), "score": h.score} for h in hits])
+        self.events.emit("search", query=text, k=k, mode=mode, filters=dict(filters or {}),
+                         latency_ms=latency_ms,
+                         results=[{"key": h.key, "kind": h.kind, "lexical_rank": h.ranks.get("lexical"),
+                                   "dense_rank": h.ranks.get("dense"), "score": h.score} for h in hits])
         return results
 
     def read_document(self, key: str, section: str | None = None) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from ..errors import QueryError
 from ..profile import format_user_research_profile_context
+from ..protocols import ChatClient, EventSink, NullEventSink
 from .answer import Answer, ChatSession, Citation, TurnUsage, Turn
 from .clean import StreamCleaner, clean_user_facing_synthesis
 from .evidence_only import citations_for, evidence_only_answer
@@ -66,12 +67,13 @@ def parse_route(content: str) -> tuple[str, str]:
 class Coordinator:
     """Answers questions over one library: ``ask(question, session=None, on_token=None) -> Answer``."""
 
-    def __init__(self, tools: Any, config: Any, llm_factory: Callable[[], Any] | None, events: Any = None,
-                 online: Any = None, *, max_search_steps: int = 6, history_turns: int = 6) -> None:
+    def __init__(self, tools: Any, config: Any, llm_factory: Callable[[], ChatClient | None] | None,
+                 events: EventSink | None = None, online: Any = None, *, max_search_steps: int = 6,
+                 history_turns: int = 6) -> None:
         self.tools = tools
         self.config = config
         self.llm_factory = llm_factory
-        self.events = events
+        self.events: EventSink = events if events is not None else NullEventSink()
         self.online = online
         self.max_search_steps = max_search_steps
         self.history_turns = history_turns
@@ -101,12 +103,11 @@ class Coordinator:
         turn.answer = answer
         session.turns.append(turn)
         session.history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer.text}]
-        if self.events is not None:
-            # The event log's own session, not the chat's: the diagnostics join an answer's
-            # citations to the searches of the same session, and the tools log those with it.
-            self.events.emit("answer", chat_session=session.id, question=question, cited_keys=answer.cited_keys,
-                             read_keys=answer.read_keys, mode=answer.mode, route=answer.route,
-                             evidence_keys=sorted({e["key"] for e in answer.evidence if e.get("key")}))
+        # The event log's own session, not the chat's: the diagnostics join an answer's
+        # citations to the searches of the same session, and the tools log those with it.
+        self.events.emit("answer", chat_session=session.id, question=question, cited_keys=answer.cited_keys,
+                         read_keys=answer.read_keys, mode=answer.mode, route=answer.route,
+                         evidence_keys=sorted({e["key"] for e in answer.evidence if e.get("key")}))
         return answer
 
     def _check_question(self, question: str) -> tuple[str, list[str]]:
@@ -139,7 +140,7 @@ class Coordinator:
                       read_keys=read_keys, cited_keys=[c.key for c in citations])
 
     # -- with a language model ----------------------------------------------------------
-    def _with_llm(self, llm: Any, question: str, session: ChatSession, profile_context: str,
+    def _with_llm(self, llm: ChatClient, question: str, session: ChatSession, profile_context: str,
                   directory: KeyDirectory, key_map: DirectoryKeyMap, cleaner: StreamCleaner | None) -> Answer:
         from ..tokens import count_tokens
 
@@ -193,7 +194,7 @@ class Coordinator:
                       session_id=session.id, question=question, route=route, read_keys=read_keys,
                       cited_keys=[c.key for c in citations if c.key], notices=notices)
 
-    def _route(self, llm: Any, question: str, history: list[dict], profile_context: str,
+    def _route(self, llm: ChatClient, question: str, history: list[dict], profile_context: str,
                profile_tokens: int, record: Callable) -> tuple[str, str]:
         fixed = deterministic_route(question)
         if fixed is not None or self.online is None:
@@ -204,7 +205,7 @@ class Coordinator:
         record(reply)
         return parse_route(reply.content)
 
-    def _online(self, llm: Any, question: str, online_query: str, evidence: list[dict], profile_context: str,
+    def _online(self, llm: ChatClient, question: str, online_query: str, evidence: list[dict], profile_context: str,
                 profile_tokens: int, emit: Callable | None, record: Callable, notices: list[str]
                 ) -> tuple[str, list[dict], list[Citation]]:
         try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import ZocratesError
+from ..protocols import ChatClient
 from ..records import INLINE_WORDS
 from .keys import KeyDirectory
 from .prompting import evidence_preamble, system_prompt, wrap_evidence
@@ -59,7 +60,7 @@ def hit_evidence(hit: Any, *, query: str, step: int) -> dict:
 class LibrarySearchAgent:
     """ReAct over search_corpus / read_document / get_document_toc with a step limit and no repeats."""
 
-    def __init__(self, tools: Any, llm: Any, directory: KeyDirectory, *, boundary: str,
+    def __init__(self, tools: Any, llm: ChatClient, directory: KeyDirectory, *, boundary: str,
                  max_steps: int = 6, max_calls: int = 12, on_reply: Callable[[Any], None] | None = None) -> None:
         self.tools, self.llm, self.directory = tools, llm, directory
         self.boundary, self.max_steps, self.max_calls = boundary, max_steps, max_calls
@@ -194,7 +195,7 @@ def evidence_blocks(evidence: list[dict], directory: KeyDirectory, boundary: str
 class LibrarySynthesizer:
     """Writes the answer from the evidence, citing papers by author-year and notes by title."""
 
-    def __init__(self, llm: Any, directory: KeyDirectory, *, boundary: str) -> None:
+    def __init__(self, llm: ChatClient, directory: KeyDirectory, *, boundary: str) -> None:
         self.llm, self.directory, self.boundary = llm, directory, boundary
 
     def messages(self, question: str, evidence: list[dict], history: list[dict],

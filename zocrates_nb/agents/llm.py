@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 import openai
 
 from ..errors import LLMError
+from ..protocols import EventSink, NullEventSink
 
 ROLES = ("coordinator", "library_search", "library_synthesizer", "online_synthesizer")
 #: Sent to loopback servers (Ollama, vLLM, LM Studio) that accept any key.
@@ -114,12 +115,12 @@ def _message_text(messages: list[dict]) -> str:
 class LLMClient:
     """Chat completions for the agent roles, with retries, streaming and token accounting."""
 
-    def __init__(self, settings: Any, api_key: str | None, events: Any = None, *,
+    def __init__(self, settings: Any, api_key: str | None, events: EventSink | None = None, *,
                  session: str | None = None, backoff_base_s: float = 0.5,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.settings = settings
         self.base_url = settings.base_url
-        self.events = events
+        self.events: EventSink = events if events is not None else NullEventSink()
         self.session = session
         self.backoff_base_s = backoff_base_s
         self._sleep = sleep
@@ -246,8 +247,7 @@ class LLMClient:
         record = {"role": role, "model": model, "prompt_tokens": prompt_tokens,
                   "completion_tokens": completion_tokens, "profile_tokens": profile_tokens,
                   "latency_ms": latency_ms, "cost_usd": cost, **extra}
-        if self.events is not None:
-            self.events.emit("llm", session=self.session, **record)
+        self.events.emit("llm", session=self.session, **record)
         return record
 
     # -- failures --------------------------------------------------------------------

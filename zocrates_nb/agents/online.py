@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ..protocols import ChatClient
 from .online_clients import Candidate, normalize_doi, normalize_title
 from .prompting import evidence_preamble, system_prompt, wrap_evidence
 
@@ -79,7 +80,7 @@ def candidate_block(number: int, candidate: Candidate, boundary: str) -> str:
 class OnlineSynthesizer:
     """Finds candidates online, drops those already in the library, asks the model for rationales."""
 
-    def __init__(self, search: Any, llm: Any, *, boundary: str, limit: int = 8) -> None:
+    def __init__(self, search: Any, llm: ChatClient, *, boundary: str, limit: int = 8) -> None:
         self.search, self.llm, self.boundary, self.limit = search, llm, boundary, limit
 
     def messages(self, question: str, candidates: list[Candidate], profile_context: str) -> list[dict]:

@@ -22,6 +22,7 @@ import traitlets
 
 from .. import render  # the one renderer (zocrates_nb.render)
 from ..errors import ZocratesError
+from . import _default_workbench
 
 _STATIC = Path(__file__).parent / "static"
 #: Re-render a streaming bubble at most this often (seconds); the final text is always rendered.
@@ -64,9 +65,7 @@ class ChatPanel:
 
     def __init__(self, workbench: Any = None) -> None:
         if workbench is None:
-            from ..workbench import open_workbench
-
-            workbench = open_workbench()
+            workbench = _default_workbench()
         self.workbench = workbench
         self.session = workbench.new_session()
         self.messages: list[ChatMessage] = []
@@ -121,7 +120,7 @@ class ChatPanel:
 
     def _header_html(self) -> str:
         try:
-            source = self.workbench.source.describe().split(" (")[0]   # the label, not the file path
+            source = self.workbench.library_label()
         except Exception as exc:  # a header must not stop the panel from opening
             source = f"library unavailable ({type(exc).__name__})"
         mode = "language model configured" if self._llm_configured() else "evidence-only mode (no LLM configured)"
@@ -130,7 +129,7 @@ class ChatPanel:
 
     def _llm_configured(self) -> bool:
         try:
-            return bool(self.workbench.config.llm().configured)
+            return bool(self.workbench.llm_configured())
         except Exception:
             return False
 

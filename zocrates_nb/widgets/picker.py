@@ -12,8 +12,9 @@ from __future__ import annotations
 import heapq
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 TOP_N = 20
 
@@ -47,15 +48,15 @@ class PaperIndex:
     others: tuple[str, ...]
 
     @classmethod
-    def build(cls, papers: Iterable[Any]) -> "PaperIndex":
+    def build(cls, papers: Iterable[Any]) -> PaperIndex:
         rows = [(p.key, p.title.replace("\n", " "), p.first_author, p.year or 0) for p in papers]
         if not rows:
             return cls((), (), (), (), (), ())
         rows.sort(key=lambda r: -r[3])      # newest first (stable: the caller's order within a year)
-        keys, titles, authors, years = zip(*rows)
+        keys, titles, authors, years = zip(*rows, strict=True)
         # fold in one call over one big string, not 20,000 small ones
         folded_titles = fold("\n".join(titles)).split("\n")
-        folded_others = fold("\n".join(f"{a} {y or ''}" for a, y in zip(authors, years))).split("\n")
+        folded_others = fold("\n".join(f"{a} {y or ''}" for a, y in zip(authors, years, strict=True))).split("\n")
         return cls(keys, titles, authors, years, tuple(folded_titles), tuple(folded_others))
 
     def __len__(self) -> int:
@@ -77,7 +78,7 @@ def filter_papers(index: PaperIndex, query: str, limit: int = TOP_N) -> list[tup
         return [index.row(i) for i in range(min(limit, len(index)))]
     phrase = " ".join(words)
     scored = []
-    for i, (title, other) in enumerate(zip(index.titles, index.others)):
+    for i, (title, other) in enumerate(zip(index.titles, index.others, strict=True)):
         if all(w in title or w in other for w in words):
             position = title.find(words[0])
             scored.append((0 if title.startswith(phrase) else 1, position if position >= 0 else 999, i))

@@ -18,6 +18,7 @@ import anywidget
 import traitlets
 
 from ..errors import ZocratesError
+from . import _default_workbench
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -49,15 +50,12 @@ class ProfileEditor(anywidget.AnyWidget):
 
     def __init__(self, workbench: Any = None, **kwargs: Any) -> None:
         if workbench is None:
-            from ..workbench import open_workbench
-
-            workbench = open_workbench()
+            workbench = _default_workbench()
         from ..profile import SAMPLE_RESEARCH_PROFILE
 
         self.workbench = workbench
-        self.config = workbench.config
-        limit = int(self.config.read().get("max_research_profile_chars", 1000))
-        super().__init__(value=self.config.profile(), placeholder=SAMPLE_RESEARCH_PROFILE,
+        limit = workbench.profile_limit
+        super().__init__(value=workbench.profile, placeholder=SAMPLE_RESEARCH_PROFILE,
                          max_chars=limit, **kwargs)
         self.add_class("zc-profile-editor")
         self.observe(self._recount_tokens, names="value")
@@ -86,11 +84,11 @@ class ProfileEditor(anywidget.AnyWidget):
         """Validate and write the profile (same ConfigStore, lock and file as the REST endpoint)."""
         self._say("", "")
         try:
-            self.config.set_profile(self.value)
+            self.workbench.set_profile(self.value)
         except Exception as exc:
             self._show_error(exc)
             raise
-        saved = self.config.profile()
+        saved = self.workbench.profile
         self._say(f"✓ Saved ({len(saved)} characters)." if saved.strip() else "✓ Saved: the profile is empty.",
                   "ok")
 
@@ -98,7 +96,7 @@ class ProfileEditor(anywidget.AnyWidget):
         """Remove the saved profile and empty the box (the placeholder comes back)."""
         self._say("", "")
         try:
-            self.config.clear_profile()
+            self.workbench.clear_profile()
         except Exception as exc:
             self._show_error(exc)
             raise

@@ -1,7 +1,7 @@
-"""CLI commands that work on the library: sync, search, ask, convert, eval, index, demo.
+"""CLI commands that work on the library: sync, search, ask (and --save), convert, eval, index, demo.
 
-Kept apart from ``cli.py`` (config, profile, LLM, status) so each file reads in one
-sitting; ``cli.COMMANDS`` lists both. Every command opens the workbench of the
+Kept apart from ``cli/config.py`` (config, profile, LLM, status) so each file reads in one
+sitting; ``cli.build_parser`` registers both. Every command opens the workbench of the
 data directory chosen by the global options and prints either text for people
 or, with ``--json``, one JSON object for scripts.
 """
@@ -13,35 +13,15 @@ import json
 import sys
 from pathlib import Path
 
-from zocrates_nb.cli_zotero import (
-    add_library_actions,
-    add_outbox_parser,
-    add_save_arguments,
-    library_show_extras,
-    save_answer_from_cli,
-)
+from zocrates_nb.cli._common import EXIT_ERROR, EXIT_OK, config_store, paths_from_args, print_json
+from zocrates_nb.cli._common import open_workbench as _workbench
 from zocrates_nb.errors import ZocratesError
-
-EXIT_OK, EXIT_ERROR = 0, 1
-
-
-def _print_json(payload: object) -> None:
-    print(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
-
-
-def _workbench(args: argparse.Namespace, **kwargs):
-    from zocrates_nb.cli import paths_from_args
-    from zocrates_nb.workbench import Workbench
-
-    return Workbench(paths_from_args(args).root, **kwargs)
-
 
 # ----------------------------------------------------------------------------- sync
 
+
 def _remember_source(args: argparse.Namespace) -> None:
     """``sync --zotero-sqlite/--zotero-dir`` makes that database this data directory's library."""
-    from zocrates_nb.cli import config_store
-
     if args.zotero_sqlite:
         library = {"source": "zotero-sqlite", "sqlite_path": str(Path(args.zotero_sqlite).resolve())}
     elif args.zotero_dir:
@@ -54,7 +34,9 @@ def _remember_source(args: argparse.Namespace) -> None:
 def cmd_sync(args: argparse.Namespace) -> int:
     for given in (args.zotero_sqlite, args.zotero_dir):
         if given and not Path(given).exists():
-            raise ZocratesError(f"{given} does not exist.", "Give the path of zotero.sqlite or of the Zotero data directory.")
+            raise ZocratesError(
+                f"{given} does not exist.", "Give the path of zotero.sqlite or of the Zotero data directory."
+            )
     _remember_source(args)
     wb = _workbench(args, auto_sync=False)
     try:
@@ -63,7 +45,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
             payload = report.to_dict()
             if args.list:
                 payload["notes"] = wb.corpus.listing("note")
-            _print_json(payload)
+            print_json(payload)
         else:
             print(f"{wb.source.describe()}: {report.summary()}")
             if args.list:
@@ -77,27 +59,35 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 def _add_sync_parser(sub, common) -> None:
     p = sub.add_parser("sync", parents=[common], help="convert and index the library's notes and papers")
-    p.add_argument("--zotero-sqlite", metavar="PATH", help="read this zotero.sqlite (through a snapshot) and remember it")
-    p.add_argument("--zotero-dir", metavar="DIR", help="read DIR/zotero.sqlite and DIR/storage full text, and remember it")
+    p.add_argument(
+        "--zotero-sqlite", metavar="PATH", help="read this zotero.sqlite (through a snapshot) and remember it"
+    )
+    p.add_argument(
+        "--zotero-dir", metavar="DIR", help="read DIR/zotero.sqlite and DIR/storage full text, and remember it"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--list", action="store_true", help="also list every note the corpus now holds")
     p.add_argument("--strict", action="store_true", help="exit 1 when any item failed to convert")
-    p.add_argument("--verify", action="store_true", help="also check every bundle's content hash and re-make damaged ones")
+    p.add_argument(
+        "--verify", action="store_true", help="also check every bundle's content hash and re-make damaged ones"
+    )
     p.set_defaults(func=cmd_sync)
 
 
 # ----------------------------------------------------------------------------- search
 
+
 def cmd_search(args: argparse.Namespace) -> int:
-    filters = {k: v for k, v in (("item_type", args.type), ("collection", args.collection),
-                                 ("parent_key", args.parent)) if v}
+    filters = {
+        k: v for k, v in (("item_type", args.type), ("collection", args.collection), ("parent_key", args.parent)) if v
+    }
     if not args.no_engine and _search_via_engine(args, filters):
         return EXIT_OK
     wb = _workbench(args)
     try:
         results = wb.search(args.query, k=args.k, filters=filters or None, mode=args.mode)
         if args.json:
-            _print_json(results.to_dict())
+            print_json(results.to_dict())
         else:
             if results.notice:
                 print(f"note: {results.notice}", file=sys.stderr)
@@ -115,23 +105,29 @@ def _add_search_parser(sub, common) -> None:
     p.add_argument("--collection", metavar="KEY_OR_NAME", help="only items filed in this collection")
     p.add_argument("--parent", metavar="KEY", help="only child notes of this paper")
     p.add_argument("--json", action="store_true", help="keys, kind, ranks and the evidence text as JSON")
-    p.add_argument("--mode", choices=("hybrid", "lexical", "dense"), default=None,
-                   help="retrievers to use (default hybrid; lexical needs no model and answers fastest)")
-    p.add_argument("--no-engine", action="store_true",
-                   help="search in this process even when `zocrates-nb engine` runs for the data directory")
+    p.add_argument(
+        "--mode",
+        choices=("hybrid", "lexical", "dense"),
+        default=None,
+        help="retrievers to use (default hybrid; lexical needs no model and answers fastest)",
+    )
+    p.add_argument(
+        "--no-engine",
+        action="store_true",
+        help="search in this process even when `zocrates-nb engine` runs for the data directory",
+    )
     p.set_defaults(func=cmd_search)
 
 
 def _search_via_engine(args: argparse.Namespace, filters: dict) -> bool:
     """Answer through the warm engine when one runs (see engine.py); False when none does."""
-    from zocrates_nb.cli import paths_from_args
     from zocrates_nb.engine import search_via_engine
 
     payload = search_via_engine(paths_from_args(args), args.query, args.k, filters or None, args.mode)
     if payload is None:
         return False
     if args.json:
-        _print_json(payload)
+        print_json(payload)
     else:
         if payload.get("notice"):
             print(f"note: {payload['notice']}", file=sys.stderr)
@@ -139,7 +135,27 @@ def _search_via_engine(args: argparse.Namespace, filters: dict) -> bool:
     return True
 
 
+# ----------------------------------------------------------------------------- ask --save
+
+
+def add_save_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--save", action="store_true", help="save the answer as a note (Zotero, or the outbox)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--parent", metavar="KEY", help="with --save: a child note of this paper")
+    where.add_argument("--collection", metavar="KEY", help="with --save: a standalone note in this collection")
+
+
+def save_answer_from_cli(wb, answer, args: argparse.Namespace) -> dict | None:
+    """``ask --save``: the "saved" record, or None without --save."""
+    if not getattr(args, "save", False):
+        if getattr(args, "parent", None) or getattr(args, "collection", None):
+            raise ZocratesError("--parent and --collection only apply with --save.", "Add --save.")
+        return None
+    return wb.save_answer(answer, parent_key=args.parent, collection_key=args.collection).to_dict()
+
+
 # ----------------------------------------------------------------------------- ask
+
 
 def cmd_ask(args: argparse.Namespace) -> int:
     wb = _workbench(args)
@@ -150,22 +166,26 @@ def cmd_ask(args: argparse.Namespace) -> int:
         answer = wb.ask(args.question, on_token=stream)
         saved = save_answer_from_cli(wb, answer, args)
         if args.json:
-            _print_json({**answer.to_json(), **({"saved": saved} if saved else {})})
+            print_json({**answer.to_json(), **({"saved": saved} if saved else {})})
         else:
             if stream is None:
                 print(answer._repr_markdown_())
             else:
                 print()
             if saved:
-                print(f"saved as note {saved['key']} → {saved['where']}"
-                      + (f" (not yet in Zotero: {saved['reason']})" if saved["where"] == "outbox" else ""))
+                print(
+                    f"saved as note {saved['key']} → {saved['where']}"
+                    + (f" (not yet in Zotero: {saved['reason']})" if saved["where"] == "outbox" else "")
+                )
         return EXIT_OK
     finally:
         wb.close()
 
 
 def _add_ask_parser(sub, common) -> None:
-    p = sub.add_parser("ask", parents=[common], help="answer a question from your library (evidence-only without an LLM)")
+    p = sub.add_parser(
+        "ask", parents=[common], help="answer a question from your library (evidence-only without an LLM)"
+    )
     p.add_argument("question")
     p.add_argument("--json", action="store_true", help='{"answer", "citations", "evidence", "usage", "mode"}')
     p.add_argument("--stream", action="store_true", help="print the answer as it is generated")
@@ -174,6 +194,7 @@ def _add_ask_parser(sub, common) -> None:
 
 
 # ----------------------------------------------------------------------------- convert
+
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from zocrates_nb.convert.convert import convert_note
@@ -184,11 +205,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
     converted = convert_note(path.read_bytes())
     manifest = {"key": path.stem, **converted.manifest_fields("text/note")}
     if args.json:
-        _print_json({"markdown": converted.markdown, "manifest": manifest})
+        print_json({"markdown": converted.markdown, "manifest": manifest})
     else:
         print(converted.markdown)
         print("\n---")
-        _print_json(manifest)
+        print_json(manifest)
     return EXIT_OK
 
 
@@ -201,22 +222,21 @@ def _add_convert_parser(sub, common) -> None:
 
 # ----------------------------------------------------------------------------- eval
 
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    from zocrates_nb.cli import paths_from_args
     from zocrates_nb.diagnostics.events import EventLog
     from zocrates_nb.evaluate import run_beir_eval, run_notes_eval
 
     paths = paths_from_args(args).ensure()
     events = EventLog(paths.diagnostics)
     if args.my_notes:
-        from zocrates_nb.cli_retrieval import run_my_notes
-
-        result = run_my_notes(args)
+        result = _run_my_notes(args)
     elif args.notes:
         wb = _workbench(args)
         try:
-            result = run_notes_eval(wb.index, k=5, mode=args.mode, events=events, notes_only=args.notes_only,
-                                    split=args.split)
+            result = run_notes_eval(
+                wb.index, k=5, mode=args.mode, events=events, notes_only=args.notes_only, split=args.split
+            )
         finally:
             wb.close()
     elif args.dataset:
@@ -224,7 +244,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         raise ZocratesError("Nothing to evaluate.", "Give --dataset DIR --split NAME, --notes or --my-notes.")
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
         shown = {k: v for k, v in result.items() if k not in ("misses", "per_kind", "least_findable")}
         print("  ".join(f"{k}={v}" for k, v in shown.items()))
@@ -237,20 +257,43 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_my_notes(args: argparse.Namespace) -> dict:
+    """``eval --my-notes``: the known-item findability check on this data directory's library."""
+    from zocrates_nb.findability import run_findability
+
+    wb = _workbench(args)
+    try:
+        return run_findability(wb.index, llm=None)
+    finally:
+        wb.close()
+
+
 def _add_eval_parser(sub, common) -> None:
     p = sub.add_parser("eval", parents=[common], help="retrieval quality: BEIR datasets or the demo notes")
     p.add_argument("--dataset", metavar="DIR", help="BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/SPLIT.tsv")
     p.add_argument("--split", default=None, help="qrels split (default test); with --notes: dev | test (default: all)")
     p.add_argument("--mode", choices=("lexical", "dense", "hybrid"), default="hybrid")
-    p.add_argument("--notes", action="store_true", help="note Recall@5/@10 and MRR@10 per question kind on the demo library's questions")
-    p.add_argument("--my-notes", action="store_true",
-                   help="findability of every note in this library (known-item test, no labels needed)")
-    p.add_argument("--notes-only", action="store_true", help="with --notes: search notes only (diagnostic; default: papers compete)")
+    p.add_argument(
+        "--notes",
+        action="store_true",
+        help="note Recall@5/@10 and MRR@10 per question kind on the demo library's questions",
+    )
+    p.add_argument(
+        "--my-notes",
+        action="store_true",
+        help="findability of every note in this library (known-item test, no labels needed)",
+    )
+    p.add_argument(
+        "--notes-only",
+        action="store_true",
+        help="with --notes: search notes only (diagnostic; default: papers compete)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_eval)
 
 
 # ----------------------------------------------------------------------------- index
+
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     wb = _workbench(args, auto_sync=False)
@@ -265,69 +308,15 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
 def _add_index_parser(sub, common) -> None:
     p = sub.add_parser("index", parents=[common], help="maintain the search index")
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    r = actions.add_parser("rebuild", parents=[common], help="re-create FTS and vectors from the corpus (no Zotero needed)")
+    r = actions.add_parser(
+        "rebuild", parents=[common], help="re-create FTS and vectors from the corpus (no Zotero needed)"
+    )
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_index_rebuild)
 
 
-# ----------------------------------------------------------------------------- library
-
-def cmd_library_show(args: argparse.Namespace) -> int:
-    from zocrates_nb.cli import config_store
-
-    library = {**(config_store(args).read().get("library") or {})}
-    library.update(library_show_extras(args, library))
-    _print_json(library) if args.json else print("\n".join(f"{k}: {v}" for k, v in library.items()))
-    return EXIT_OK
-
-
-def cmd_library_use(args: argparse.Namespace) -> int:
-    """Choose the library source of this data directory (the next sync reads it)."""
-    from zocrates_nb.cli import config_store
-
-    if args.source == "demo":
-        library = {"source": "demo"}
-    elif args.source == "sqlite":
-        if not args.path or not Path(args.path).is_file():
-            raise ZocratesError(f"No zotero.sqlite at {args.path!r}.", "Give the path of Zotero's zotero.sqlite.")
-        library = {"source": "zotero-sqlite", "sqlite_path": str(Path(args.path).resolve())}
-    elif args.source == "dir":
-        if not args.path or not (Path(args.path) / "zotero.sqlite").is_file():
-            raise ZocratesError(f"No zotero.sqlite inside {args.path!r}.",
-                                "Give Zotero's data directory (Settings → Advanced → Files and Folders).")
-        library = {"source": "zotero-dir", "zotero_dir": str(Path(args.path).resolve())}
-    else:  # web
-        if not args.library_id:
-            raise ZocratesError("A Web API library needs --library-id.",
-                                "Your user ID is at zotero.org/settings/keys; a group's ID is in its URL.")
-        library = {"source": "zotero-web", "library_id": args.library_id, "library_type": args.library_type,
-                   "api_key_env": args.api_key_env, "local": bool(args.local)}
-    config_store(args).update(lambda cfg: {**cfg, "library": library})
-    print(f"library source set to {library['source']}; run `zocrates-nb sync` to read it")
-    return EXIT_OK
-
-
-def _add_library_parser(sub, common) -> None:
-    p = sub.add_parser("library", parents=[common], help="show or choose the library source (demo, Zotero)")
-    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    show = actions.add_parser("show", parents=[common], help="the configured library source")
-    show.add_argument("--json", action="store_true")
-    show.set_defaults(func=cmd_library_show)
-    use = actions.add_parser("use", parents=[common], help="choose: demo | sqlite PATH | dir DIR | web --library-id ID")
-    from zocrates_nb.config_schema import LIBRARY_TYPES, SOURCE_ALIASES
-
-    use.add_argument("source", choices=tuple(SOURCE_ALIASES))
-    use.add_argument("path", nargs="?", help="zotero.sqlite (sqlite) or the Zotero data directory (dir)")
-    use.add_argument("--library-id", help="Web API user or group ID")
-    use.add_argument("--library-type", choices=LIBRARY_TYPES, default="user")
-    use.add_argument("--api-key-env", default="ZOTERO_API_KEY",
-                     help="environment variable holding the Zotero API key (never stored in the config)")
-    use.add_argument("--local", action="store_true", help="Zotero 10's local API on localhost:23119")
-    use.set_defaults(func=cmd_library_use)
-    add_library_actions(actions, common)
-
-
 # ----------------------------------------------------------------------------- demo
+
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job, headless: status, profile, sync, a search and an answer."""
@@ -355,9 +344,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _add_demo_parser(sub, common) -> None:
     p = sub.add_parser("demo", parents=[common], help="run the main job headless on the demo library")
-    p.add_argument("--question", default="Which methods deconvolve cell types in Visium spots, and what did I note about them?")
+    p.add_argument(
+        "--question", default="Which methods deconvolve cell types in Visium spots, and what did I note about them?"
+    )
     p.set_defaults(func=cmd_demo)
 
 
-LIBRARY_COMMANDS = [_add_sync_parser, _add_search_parser, _add_ask_parser, _add_convert_parser,
-                    _add_eval_parser, _add_index_parser, _add_library_parser, add_outbox_parser, _add_demo_parser]
+#: Builders in help order; ``library`` and ``outbox`` (cli/zotero.py) come between these and ``demo``.
+LIBRARY_COMMANDS = [
+    _add_sync_parser,
+    _add_search_parser,
+    _add_ask_parser,
+    _add_convert_parser,
+    _add_eval_parser,
+    _add_index_parser,
+]
+DEMO_COMMANDS = [_add_demo_parser]
