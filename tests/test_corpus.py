@@ -13,6 +13,7 @@ import pytest
 
 from zocrates_nb.convert.convert import CONVERTER_VERSION
 from zocrates_nb.corpus import sync as sync_module
+from zocrates_nb.corpus import sync_run, writer
 from zocrates_nb.corpus.bundle import read_bundle, read_manifest
 from zocrates_nb.corpus.sync import Corpus, SyncReport
 from zocrates_nb.errors import NotFoundError
@@ -216,7 +217,8 @@ def test_sync_picks_up_edits_moves_and_converter_version(paths, library, monkeyp
     import zocrates_nb.convert.convert as convert_module
 
     monkeypatch.setattr(convert_module, "CONVERTER_VERSION", "zocrates-convert/next")
-    monkeypatch.setattr(sync_module, "CONVERTER_VERSION", "zocrates-convert/next")
+    for module in (sync_module, sync_run, writer):        # each binds the version it compares or records
+        monkeypatch.setattr(module, "CONVERTER_VERSION", "zocrates-convert/next")
     assert corpus.sync().counts["changed"] == 4
     assert read_manifest(paths.corpus / "OTHER222")["converter_version"] == "zocrates-convert/next"
 
@@ -383,10 +385,10 @@ def test_report_serialises(paths, library):
 
 
 def test_meta_write_rolls_back_and_nests(paths):
-    from zocrates_nb.corpus.meta import DocumentRow, MetaDB
+    from zocrates_nb.corpus.meta import MetaDB, MetaRow
 
     db = MetaDB(paths.meta_db)
-    row = DocumentRow("KEYAAAAA", "note", "h1", "v", "corpus/KEYAAAAA")
+    row = MetaRow("KEYAAAAA", "note", "h1", "v", "corpus/KEYAAAAA")
     with pytest.raises(RuntimeError):
         with db.write() as conn:
             db.upsert(conn, row)
