@@ -5,9 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
-from typing import Sequence
 
 import pytest
 
@@ -116,9 +115,10 @@ LONG = " ".join(f"word{i}" for i in range(130))
 @pytest.fixture
 def library() -> MemoryLibrary:
     lib = MemoryLibrary()
-    lib.papers["PAPER222"] = Paper("PAPER222", "Spatially resolved transcriptomics", creators=("Ståhl, P", "Lundeberg, J"),
-                                   year=2016, doi="10.1/st", abstract="Arrays of barcoded spots.",
-                                   fulltext="Para one.\n\nPara two.", collections=("COLLAAAA",))
+    lib.papers["PAPER222"] = Paper("PAPER222", "Spatially resolved transcriptomics",
+                                   creators=("Ståhl, P", "Lundeberg, J"), year=2016, doi="10.1/st",
+                                   abstract="Arrays of barcoded spots.", fulltext="Para one.\n\nPara two.",
+                                   collections=("COLLAAAA",))
     lib.notes["CHILD222"] = Note("CHILD222", note_html("Child note", LONG), parent_key="PAPER222")
     lib.notes["STAND222"] = Note("STAND222", note_html("Standalone", "short"), collections=("COLLAAAA", "COLLBBBB"))
     lib.notes["OTHER222"] = Note("OTHER222", note_html("Other", "<b>bold</b> words"))
@@ -411,8 +411,9 @@ def test_demo_library_child_note_edit_and_trash(paths, tmp_path):
     content = tmp_path / "demo"
     (content / "notes").mkdir(parents=True)
     (content / "collections.json").write_text(json.dumps([{"key": "TMECCCCC", "name": "TME"}]))
-    (content / "papers.json").write_text(json.dumps([{"key": "PAPERDDD", "title": "Tumour atlas",
-                                                      "creators": ["Ng, A"], "year": 2020, "collections": ["TMECCCCC"]}]))
+    paper = {"key": "PAPERDDD", "title": "Tumour atlas", "creators": ["Ng, A"], "year": 2020,
+             "collections": ["TMECCCCC"]}
+    (content / "papers.json").write_text(json.dumps([paper]))
     (content / "notes.json").write_text(json.dumps([{"key": "CHILDDDD", "parent_key": "PAPERDDD"},
                                                     {"key": "STANDDDD", "collections": ["TMECCCCC"]}]))
     (content / "notes" / "CHILDDDD.html").write_text(note_html("Atlas notes", LONG))

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 from zocrates_nb.diagnostics.eval import evaluate_run, mrr_at_k, recall_at_k
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.hashing import sha256_file
-from zocrates_nb.index.fts import ChunkRow, DocumentRow
+from zocrates_nb.index.fts import ChunkRow, FtsDocument
 from zocrates_nb.paths import DataPaths
 
 __all__ = ["BeirDataset", "load_beir", "beir_records", "open_eval_index", "run_rankings", "run_beir_eval",
@@ -109,11 +109,11 @@ def load_beir(dataset_dir: str | Path, split: str = "test") -> BeirDataset:
     return BeirDataset(root.name, root, split, corpus_path, sha256_file(corpus_path), queries, qrels)
 
 
-def beir_records(corpus: Mapping[str, tuple[str, str]]) -> list[tuple[DocumentRow, list[ChunkRow]]]:
+def beir_records(corpus: Mapping[str, tuple[str, str]]) -> list[tuple[FtsDocument, list[ChunkRow]]]:
     """One index document (and one chunk) per BEIR document, as the published baselines do."""
     records = []
     for doc_id, (title, text) in corpus.items():
-        doc = DocumentRow(key=doc_id, kind="paper", title=title, item_type="beir",
+        doc = FtsDocument(key=doc_id, kind="paper", title=title, item_type="beir",
                           word_count=len(text.split()))
         records.append((doc, [ChunkRow(chunk_id=f"{doc_id}:0", key=doc_id, kind="paper", text=text,
                                        title=title, item_type="beir")]))

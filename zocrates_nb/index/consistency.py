@@ -199,7 +199,7 @@ class IndexConsistency(IndexCore):
 
     def index_records(
         self,
-        records: Sequence[tuple[fts.DocumentRow, Sequence[fts.ChunkRow]]],
+        records: Sequence[tuple[fts.FtsDocument, Sequence[fts.ChunkRow]]],
         *,
         vectors: bool = True,
         progress: Callable[[int, int], None] | None = None,
