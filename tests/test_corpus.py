@@ -469,3 +469,16 @@ def test_progress_reporter_line_and_silence():
     with ProgressReporter(30, "Indexing", stream=quiet) as bar:  # not a terminal → silent by default
         bar.update(30)
     assert quiet.getvalue() == "" and bar.count == 30
+
+
+def test_documents_lists_the_bundles_on_disk_and_names_a_damaged_one(paths, library):
+    corpus = Corpus(paths, library)
+    corpus.sync()
+    (paths.corpus / "OTHER222" / "okf.json").write_text("{ truncated", encoding="utf-8")
+    (paths.corpus / ".tmp-crashed").mkdir()
+    (paths.corpus / ".tmp-crashed" / "okf.json").write_text("{}", encoding="utf-8")
+    stored = {d.key: d for d in corpus.documents()}
+    assert sorted(stored) == sorted(corpus.keys())                 # temporary folders are not bundles
+    assert stored["OTHER222"].error and stored["OTHER222"].manifest is None
+    good = stored["STAND222"]
+    assert good.error is None and good.manifest["key"] == "STAND222" and good.markdown

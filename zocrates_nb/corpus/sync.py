@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from ..convert.convert import CONVERTER_VERSION, paper_source_hash
 from ..errors import ConversionError, NotFoundError
-from .bundle import MANIFEST, BundleError, read_bundle, read_manifest
+from .bundle import MANIFEST, BundleError, StoredDocument, read_bundle, read_manifest, stored_documents
 from .sync_run import BATCH, SyncReport, SyncRun
 from .writer import CorpusWriter, DocumentIndexer, failure_reason, note_source_hash, try_manifest
 
@@ -156,13 +156,12 @@ class Corpus(CorpusWriter):
         """Convert, bundle and index a note now (right after Save as Note)."""
         return self._materialize("note", note, try_manifest(self.corpus_dir / note.key))
 
-    def documents(self, kind: str | None = None) -> Iterator[tuple[dict, str]]:
-        """(manifest, markdown) for every bundle in the corpus, as stored (no staleness check)."""
-        for key in self.meta.keys(kind):
-            try:
-                yield read_bundle(self.corpus_dir / key)
-            except NotFoundError:
-                continue
+    def documents(self) -> Iterator[StoredDocument]:
+        """Every bundle in the corpus folder as stored: no staleness check, no library, no meta rows.
+
+        What ``index rebuild`` reads; a bundle that does not verify comes with ``error`` set.
+        """
+        return stored_documents(self.corpus_dir)
 
     def __repr__(self) -> str:
         return f"Corpus({str(self.corpus_dir)!r}, {self.meta.count()} documents)"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from zocrates_nb.errors import IndexCorruptError, ZocratesError
@@ -151,6 +150,8 @@ class IndexConsistency(IndexCore):
     def rebuild(self, corpus: Any = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Re-create FTS rows and vectors from the OKF bundles alone (no library access).
 
+        ``corpus.documents()`` lists the bundles (without a corpus: the data directory's corpus folder).
+
         Holds the data directory's writer lock (``locks.corpus_lock``), so no save or sync lands
         between listing the bundles and swapping the rows in. The FTS rows are replaced in ONE
         transaction (readers see the old index until COMMIT, then the new one); vectors are
@@ -158,22 +159,12 @@ class IndexConsistency(IndexCore):
         bundle that does not verify is skipped and named in ``skipped`` (``zocrates-nb index
         rebuild`` then re-makes it from the library) instead of aborting the whole rebuild.
         """
-        from zocrates_nb.corpus.bundle import read_bundle
+        from zocrates_nb.corpus.bundle import stored_documents
         from zocrates_nb.locks import corpus_lock
 
-        root = Path(getattr(getattr(corpus, "paths", None), "corpus", None) or self.paths.corpus)
         with corpus_lock(self.paths.locks):
-            bundles = (
-                sorted(p for p in root.iterdir() if (p / "okf.json").is_file() and not p.name.startswith("."))
-                if root.is_dir()
-                else []
-            )
-            records, skipped = [], []
-            for bundle_dir in bundles:
-                try:
-                    records.append(document_rows(*read_bundle(bundle_dir), _count_tokens()))
-                except (ZocratesError, KeyError, TypeError, ValueError):
-                    skipped.append(bundle_dir.name)
+            documents = corpus.documents() if corpus is not None else stored_documents(self.paths.corpus)
+            records, skipped = _index_rows(documents)
             vectors = self._store()
             self._reconciled = True  # the rebuild below is a full reconcile
 
@@ -222,6 +213,20 @@ def _count_tokens() -> Callable[[str], int] | None:
     from zocrates_nb.index.embed import token_counter
 
     return token_counter()
+
+
+def _index_rows(documents: Iterable[Any]) -> tuple[list[tuple[fts.FtsDocument, list[fts.ChunkRow]]], list[str]]:
+    """The index rows of every readable document, and the keys of those skipped (unreadable or malformed)."""
+    records, skipped = [], []
+    for stored in documents:
+        if stored.error is not None:
+            skipped.append(stored.key)
+            continue
+        try:
+            records.append(document_rows(stored.manifest, stored.markdown, _count_tokens()))
+        except (ZocratesError, KeyError, TypeError, ValueError):
+            skipped.append(stored.key)
+    return records, skipped
 
 
 def _metadata(row: fts.ChunkRow) -> dict:

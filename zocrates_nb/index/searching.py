@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from pathlib import Path
 from typing import Any
 
 from zocrates_nb.errors import IndexCorruptError, QueryError, ZocratesError
@@ -220,9 +219,10 @@ class IndexSearch(IndexCore):
 
     def _check_not_lost(self) -> None:
         """No results at all with bundles on disk but no chunk rows → the index was deleted."""
+        from zocrates_nb.corpus.bundle import bundle_dirs
+
         count = self._read(lambda conn: conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-        corpus = Path(self.paths.corpus)
-        if count == 0 and corpus.is_dir() and any((p / "okf.json").is_file() for p in corpus.iterdir()):
+        if count == 0 and next(bundle_dirs(self.paths.corpus), None) is not None:
             raise IndexCorruptError(
                 "The search index is empty although the corpus folder has documents.", hint=REBUILD_HINT
             )
