@@ -39,9 +39,10 @@ class IndexCore:
     tuned on SciFact train with ``benchmarks/tune_retrieval.py`` — and ``parallel`` (True: in
     hybrid mode FTS runs on a worker thread while the query is embedded).
     ``embedder`` defaults to the offline MiniLM model, loaded on first dense use, so
-    lexical search and FTS staging never pay for it; ``vectors`` defaults to the
-    ``VectorStore`` of ``paths``, opened on first dense use. A store passed in is
-    owned by the index from then on (``close`` closes it).
+    lexical search and FTS staging never pay for it. The vector store is opened on first
+    dense use by ``open_vectors(model_id, dim)`` (default: the ``VectorStore`` of ``paths``
+    and ``config``), so wiring one in costs nothing until it is needed; ``vectors`` passes
+    an already open store instead. Either way the index owns the store (``close`` closes it).
     """
 
     def __init__(
@@ -51,6 +52,7 @@ class IndexCore:
         embedder: Any = None,
         *,
         vectors: Any = None,
+        open_vectors: Callable[[str, int], Any] | None = None,
         auto_repair_limit: int = 500,
     ) -> None:
         self.paths = paths
@@ -93,6 +95,7 @@ class IndexCore:
         self.auto_repair_limit = auto_repair_limit
         self._embedder = embedder
         self._vectors: Any = vectors
+        self._open_vectors = open_vectors or self._default_vectors
         self._reconciled = False
         self._pending: set[str] = set()  # chunk ids touched since the last commit_vectors
         self._lock = threading.RLock()
@@ -165,13 +168,17 @@ class IndexCore:
         with self._lock:
             if self._vectors is None:
                 from zocrates_nb.index.embed import MODEL_DIM, MODEL_ID
-                from zocrates_nb.index.vectors import VectorStore
 
                 # the model id is known without loading the model: opening vectors stays cheap
                 model_id = getattr(self._embedder, "model_id", MODEL_ID)
                 dim = getattr(self._embedder, "dim", MODEL_DIM)
-                self._vectors = VectorStore(self.paths, self.config, model_id=model_id, dim=dim)
+                self._vectors = self._open_vectors(model_id, dim)
             return self._vectors
+
+    def _default_vectors(self, model_id: str, dim: int) -> Any:
+        from zocrates_nb.index.vectors import VectorStore
+
+        return VectorStore(self.paths, self.config, model_id=model_id, dim=dim)
 
     def start_warmup(self) -> Any:
         """Load the model and open (and reconcile) the vector store on a background thread.
