@@ -93,7 +93,8 @@ def zotero_key(prefix: str, number: int) -> str:
 def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> dict:
     from zocrates_nb.index import fts
     from zocrates_nb.index.embed import MiniLMEmbedder
-    from zocrates_nb.index.hybrid import HybridIndex, _metadata
+    from zocrates_nb.index.consistency import _metadata
+    from zocrates_nb.index.hybrid import HybridIndex
     from zocrates_nb.paths import DataPaths
 
     out: dict = {}
@@ -112,7 +113,7 @@ def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> di
         words = doc["text"].split()[: 40 + (i * 37) % 81]
         key = zotero_key("N", i)
         colls = ("CCCCCCC2", "Reading") if i % 7 == 0 else ()
-        records.append((fts.DocumentRow(key=key, kind="note", title=doc["title"], item_type="note",
+        records.append((fts.FtsDocument(key=key, kind="note", title=doc["title"], item_type="note",
                                         collections=colls, word_count=len(words)),
                         [fts.ChunkRow(chunk_id=f"{key}:0", key=key, kind="note", text=" ".join(words),
                                       title=doc["title"], item_type="note", collections=colls)]))
@@ -122,7 +123,7 @@ def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> di
         rows = [fts.ChunkRow(chunk_id=f"{key}:{c}", key=key, kind="paper",
                              text=corpus[(notes + p * per_paper + c) % len(corpus)]["text"], title=title,
                              item_type="journalArticle", chunk_index=c) for c in range(per_paper)]
-        records.append((fts.DocumentRow(key=key, kind="paper", title=title, item_type="journalArticle",
+        records.append((fts.FtsDocument(key=key, kind="paper", title=title, item_type="journalArticle",
                                         first_author="Author", year=2000 + p % 25), rows))
     started = time.perf_counter()
     index.index_records(records, vectors=False)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
-from typing import Sequence
 
 import pytest
 
 from zocrates_nb.convert.convert import CONVERTER_VERSION
 from zocrates_nb.corpus import sync as sync_module
+from zocrates_nb.corpus import sync_run, writer
 from zocrates_nb.corpus.bundle import read_bundle, read_manifest
 from zocrates_nb.corpus.sync import Corpus, SyncReport
 from zocrates_nb.errors import NotFoundError
@@ -115,9 +115,10 @@ LONG = " ".join(f"word{i}" for i in range(130))
 @pytest.fixture
 def library() -> MemoryLibrary:
     lib = MemoryLibrary()
-    lib.papers["PAPER222"] = Paper("PAPER222", "Spatially resolved transcriptomics", creators=("Ståhl, P", "Lundeberg, J"),
-                                   year=2016, doi="10.1/st", abstract="Arrays of barcoded spots.",
-                                   fulltext="Para one.\n\nPara two.", collections=("COLLAAAA",))
+    lib.papers["PAPER222"] = Paper("PAPER222", "Spatially resolved transcriptomics",
+                                   creators=("Ståhl, P", "Lundeberg, J"), year=2016, doi="10.1/st",
+                                   abstract="Arrays of barcoded spots.", fulltext="Para one.\n\nPara two.",
+                                   collections=("COLLAAAA",))
     lib.notes["CHILD222"] = Note("CHILD222", note_html("Child note", LONG), parent_key="PAPER222")
     lib.notes["STAND222"] = Note("STAND222", note_html("Standalone", "short"), collections=("COLLAAAA", "COLLBBBB"))
     lib.notes["OTHER222"] = Note("OTHER222", note_html("Other", "<b>bold</b> words"))
@@ -216,7 +217,8 @@ def test_sync_picks_up_edits_moves_and_converter_version(paths, library, monkeyp
     import zocrates_nb.convert.convert as convert_module
 
     monkeypatch.setattr(convert_module, "CONVERTER_VERSION", "zocrates-convert/next")
-    monkeypatch.setattr(sync_module, "CONVERTER_VERSION", "zocrates-convert/next")
+    for module in (sync_module, sync_run, writer):        # each binds the version it compares or records
+        monkeypatch.setattr(module, "CONVERTER_VERSION", "zocrates-convert/next")
     assert corpus.sync().counts["changed"] == 4
     assert read_manifest(paths.corpus / "OTHER222")["converter_version"] == "zocrates-convert/next"
 
@@ -383,10 +385,10 @@ def test_report_serialises(paths, library):
 
 
 def test_meta_write_rolls_back_and_nests(paths):
-    from zocrates_nb.corpus.meta import DocumentRow, MetaDB
+    from zocrates_nb.corpus.meta import MetaDB, MetaRow
 
     db = MetaDB(paths.meta_db)
-    row = DocumentRow("KEYAAAAA", "note", "h1", "v", "corpus/KEYAAAAA")
+    row = MetaRow("KEYAAAAA", "note", "h1", "v", "corpus/KEYAAAAA")
     with pytest.raises(RuntimeError):
         with db.write() as conn:
             db.upsert(conn, row)
@@ -409,8 +411,9 @@ def test_demo_library_child_note_edit_and_trash(paths, tmp_path):
     content = tmp_path / "demo"
     (content / "notes").mkdir(parents=True)
     (content / "collections.json").write_text(json.dumps([{"key": "TMECCCCC", "name": "TME"}]))
-    (content / "papers.json").write_text(json.dumps([{"key": "PAPERDDD", "title": "Tumour atlas",
-                                                      "creators": ["Ng, A"], "year": 2020, "collections": ["TMECCCCC"]}]))
+    paper = {"key": "PAPERDDD", "title": "Tumour atlas", "creators": ["Ng, A"], "year": 2020,
+             "collections": ["TMECCCCC"]}
+    (content / "papers.json").write_text(json.dumps([paper]))
     (content / "notes.json").write_text(json.dumps([{"key": "CHILDDDD", "parent_key": "PAPERDDD"},
                                                     {"key": "STANDDDD", "collections": ["TMECCCCC"]}]))
     (content / "notes" / "CHILDDDD.html").write_text(note_html("Atlas notes", LONG))
@@ -466,3 +469,16 @@ def test_progress_reporter_line_and_silence():
     with ProgressReporter(30, "Indexing", stream=quiet) as bar:  # not a terminal → silent by default
         bar.update(30)
     assert quiet.getvalue() == "" and bar.count == 30
+
+
+def test_documents_lists_the_bundles_on_disk_and_names_a_damaged_one(paths, library):
+    corpus = Corpus(paths, library)
+    corpus.sync()
+    (paths.corpus / "OTHER222" / "okf.json").write_text("{ truncated", encoding="utf-8")
+    (paths.corpus / ".tmp-crashed").mkdir()
+    (paths.corpus / ".tmp-crashed" / "okf.json").write_text("{}", encoding="utf-8")
+    stored = {d.key: d for d in corpus.documents()}
+    assert sorted(stored) == sorted(corpus.keys())                 # temporary folders are not bundles
+    assert stored["OTHER222"].error and stored["OTHER222"].manifest is None
+    good = stored["STAND222"]
+    assert good.error is None and good.manifest["key"] == "STAND222" and good.markdown

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from zocrates_nb.index import fts
-from zocrates_nb.index.fts import ChunkRow, DocumentRow
+from zocrates_nb.index.fts import ChunkRow, FtsDocument
 
 NASTY = ["multi-agent", "who's", "title:x", "NOT", "a AND", '"unbalanced', 'unbalanced"', "😀🔬",
          '"multi-agent" NOT title:x', "AND OR NOT", "col:*", "x*", "(a OR b", "NEAR(a b)", "^start",
@@ -24,7 +24,7 @@ def conn():
 
 
 def _doc(key, kind="note", **kw):
-    return DocumentRow(key=key, kind=kind, title=kw.pop("title", key), **kw)
+    return FtsDocument(key=key, kind=kind, title=kw.pop("title", key), **kw)
 
 
 def _rows(key, texts, kind="note", **kw):

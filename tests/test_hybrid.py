@@ -379,3 +379,30 @@ def test_vector_search_beam_is_widened_for_new_and_old_collections(data_dir, mon
     fresh = vectors.VectorStore(DataPaths(data_dir / "fresh"), model_id="m", dim=3)
     assert fresh.count() == 0 and fresh._handle.collection.configuration_json["hnsw"]["ef_search"] == 400
     fresh.close()
+
+
+def test_the_vector_store_can_be_wired_in_and_is_opened_only_on_dense_use(data_dir, embedder):
+    from zocrates_nb.index.vectors import VectorStore
+
+    paths = DataPaths(data_dir)
+    opened = []
+
+    def open_vectors(model_id, dim):
+        opened.append((model_id, dim))
+        return VectorStore(paths, {}, model_id=model_id, dim=dim)
+
+    idx = HybridIndex(paths, {}, embedder=embedder, open_vectors=open_vectors)
+    meta = MetaDB(paths.meta_db)
+    with meta.write() as conn:
+        for manifest, markdown in manifests():
+            idx.stage(conn, manifest, markdown)
+    meta.close()
+    assert idx.search("Visium", mode="lexical")[0].key and opened == []     # lexical search opens no store
+    idx.commit_vectors()
+    assert opened == [(embedder.model_id, embedder.dim)]
+    assert idx.search("deconvolve Visium spots", mode="dense")[0].key == "NOTE2222"
+    idx.close()
+    given = VectorStore(paths, {}, model_id=embedder.model_id, dim=embedder.dim)
+    again = HybridIndex(paths, {}, embedder=embedder, vectors=given)
+    assert again.vectors is given and again.search("deconvolve Visium spots", mode="dense")[0].key == "NOTE2222"
+    again.close()

@@ -11,7 +11,7 @@ from zocrates_nb.convert.chunk import chunk_to_window, split_to_window
 from zocrates_nb.findability import known_item_query
 from zocrates_nb.index import fts
 from zocrates_nb.index.context import context_line
-from zocrates_nb.index.fts import ChunkRow, DocumentRow
+from zocrates_nb.index.fts import ChunkRow, FtsDocument
 from zocrates_nb.index.fusion import fuse, inherit_from_parents, lane_weight_for
 from zocrates_nb.index.query import note_intent
 from zocrates_nb.index.ranking import rrf
@@ -77,10 +77,10 @@ def test_context_column_finds_a_child_note_through_its_paper_but_weighs_less():
     conn = sqlite3.connect(":memory:", isolation_level=None)
     fts.ensure_schema(conn, 3.0)
     conn.execute("BEGIN")
-    fts.replace_document(conn, DocumentRow("CHILD111", "note", "Theta lesson"), [
+    fts.replace_document(conn, FtsDocument("CHILD111", "note", "Theta lesson"), [
         ChunkRow("CHILD111:0", "CHILD111", "note", "Keep theta at two for the samples.", "Theta lesson",
                  context="Note on the paper: Harmony integration (Korsunsky, 2019)")])
-    fts.replace_document(conn, DocumentRow("OTHER111", "note", "Harmony notes"), [
+    fts.replace_document(conn, FtsDocument("OTHER111", "note", "Harmony notes"), [
         ChunkRow("OTHER111:0", "OTHER111", "note", "Harmony integration pushes donors together.", "Harmony notes")])
     conn.execute("COMMIT")
     found = [key for _, key, _ in fts.search(conn, fts.natural_query("Harmony integration"), 10)]

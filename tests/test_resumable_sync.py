@@ -28,8 +28,8 @@ def embedder():
 CHILD = """
 import sys, time
 from pathlib import Path
-import zocrates_nb.index.hybrid as hybrid
-hybrid._EMBED_BATCH = 16
+import zocrates_nb.index.consistency as consistency
+consistency._EMBED_BATCH = 16
 from zocrates_nb.index.embed import MiniLMEmbedder
 from zocrates_nb.workbench import Workbench
 

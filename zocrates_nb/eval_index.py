@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zocrates_nb.index.fts import ChunkRow, DocumentRow
+from zocrates_nb.index.fts import ChunkRow, FtsDocument
 from zocrates_nb.paths import DataPaths
 
 if TYPE_CHECKING:
@@ -23,11 +23,11 @@ if TYPE_CHECKING:
 __all__ = ["beir_records", "open_eval_index"]
 
 
-def beir_records(corpus: Mapping[str, tuple[str, str]]) -> list[tuple[DocumentRow, list[ChunkRow]]]:
+def beir_records(corpus: Mapping[str, tuple[str, str]]) -> list[tuple[FtsDocument, list[ChunkRow]]]:
     """One index document (and one chunk) per BEIR document, as the published baselines do."""
     records = []
     for doc_id, (title, text) in corpus.items():
-        doc = DocumentRow(key=doc_id, kind="paper", title=title, item_type="beir", word_count=len(text.split()))
+        doc = FtsDocument(key=doc_id, kind="paper", title=title, item_type="beir", word_count=len(text.split()))
         records.append(
             (
                 doc,

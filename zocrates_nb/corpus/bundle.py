@@ -22,9 +22,10 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from ..errors import NotFoundError, ZocratesError
 
@@ -267,3 +268,36 @@ def read_manifest(bundle_dir: Path) -> dict:
 def read_markdown(bundle_dir: Path) -> str:
     """The bundle's ``content.md`` (checked against the manifest)."""
     return read_bundle(bundle_dir)[1]
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """One bundle as stored on disk; ``error`` says why it could not be read (then no content)."""
+
+    key: str
+    manifest: dict | None = None
+    markdown: str | None = None
+    error: str | None = None
+
+
+def bundle_dirs(corpus_dir: Path) -> Iterator[Path]:
+    """The bundle folders under ``corpus_dir`` (with an ``okf.json``; temporary ``.tmp-…`` ones skipped), sorted."""
+    root = Path(corpus_dir)
+    if not root.is_dir():
+        return iter(())
+    return iter(sorted(p for p in root.iterdir() if (p / MANIFEST).is_file() and not p.name.startswith(".")))
+
+
+def stored_documents(corpus_dir: Path) -> Iterator[StoredDocument]:
+    """Every bundle under ``corpus_dir`` read as it is (no staleness check, no library access).
+
+    A bundle that does not read or verify is yielded with ``error`` set instead of raising, so a
+    rebuild skips it and names it rather than stopping at the first damaged folder.
+    """
+    for bundle_dir in bundle_dirs(corpus_dir):
+        try:
+            manifest, markdown = read_bundle(bundle_dir)
+        except (ZocratesError, KeyError, TypeError, ValueError) as err:
+            yield StoredDocument(bundle_dir.name, error=f"{type(err).__name__}: {err}")
+            continue
+        yield StoredDocument(bundle_dir.name, manifest, markdown)

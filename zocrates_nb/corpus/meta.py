@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..errors import IndexCorruptError
 
@@ -58,7 +58,7 @@ ON CONFLICT(key) DO UPDATE SET
 
 
 @dataclass(frozen=True)
-class DocumentRow:
+class MetaRow:
     """One row of ``documents``: what the corpus believes is current for a key."""
 
     key: str
@@ -137,14 +137,14 @@ class MetaDB:
         with self._read_lock:
             return self._reader.execute(_LOOKUP, (key,)).fetchone()
 
-    def get(self, key: str) -> DocumentRow | None:
+    def get(self, key: str) -> MetaRow | None:
         with self._read_lock:
             row = self._reader.execute(
                 "SELECT key, kind, source_hash, converter_version, bundle_path, title, parent_key, "
                 "updated_at, context_hash, collections FROM documents WHERE key = ?", (key,)).fetchone()
         return _row(row) if row else None
 
-    def rows(self, kind: str | None = None) -> list[DocumentRow]:
+    def rows(self, kind: str | None = None) -> list[MetaRow]:
         sql = ("SELECT key, kind, source_hash, converter_version, bundle_path, title, parent_key, "
                "updated_at, context_hash, collections FROM documents")
         with self._read_lock:
@@ -176,7 +176,7 @@ class MetaDB:
             return self._reader.execute("SELECT count(*) FROM documents").fetchone()[0]
 
     # -- writes (call inside write()) -------------------------------------
-    def upsert(self, conn: sqlite3.Connection, row: DocumentRow) -> None:
+    def upsert(self, conn: sqlite3.Connection, row: MetaRow) -> None:
         """Insert or update (UPSERT, never INSERT OR REPLACE: that skips FTS delete triggers)."""
         conn.execute(_UPSERT, {**row.__dict__, "collections": json.dumps(list(row.collections),
                                                                          ensure_ascii=False)})
@@ -198,7 +198,7 @@ def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def _row(row: tuple) -> DocumentRow:
-    return DocumentRow(key=row[0], kind=row[1], source_hash=row[2], converter_version=row[3],
+def _row(row: tuple) -> MetaRow:
+    return MetaRow(key=row[0], kind=row[1], source_hash=row[2], converter_version=row[3],
                        bundle_path=row[4], title=row[5], parent_key=row[6], updated_at=row[7],
                        context_hash=row[8], collections=tuple(json.loads(row[9] or "[]")))

@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NotFoundError, ZocratesError
+from ..protocols import EventSink, NullEventSink
 from ..locks import corpus_lock
 from .bundle import CONTENT, MANIFEST, read_bundle, remove_bundle
 
 log = logging.getLogger(__name__)
+_NO_EVENTS = NullEventSink()
 
 DAMAGED_SUFFIX = ".damaged-"
 _SIDE_FILES = ("-wal", "-shm")
@@ -75,7 +77,7 @@ def damaged_copies(path: Path) -> list[Path]:
                   if not p.name.endswith(_SIDE_FILES))
 
 
-def heal_meta_db(paths: Any, events: Any = None) -> str | None:
+def heal_meta_db(paths: Any, events: EventSink = _NO_EVENTS) -> str | None:
     """Move a damaged ``conversion_meta.db`` aside (the caller then restores it). Returns the problem."""
     with corpus_lock(paths.locks):
         problem = meta_db_problem(paths.meta_db)
@@ -83,8 +85,7 @@ def heal_meta_db(paths: Any, events: Any = None) -> str | None:
             return None
         aside = move_aside(paths.meta_db)
     log.warning("%s %s; moved aside to %s and rebuilt from the bundles", paths.meta_db.name, problem, aside.name)
-    if events is not None:
-        events.emit("repair", store="meta_db", problem=problem, moved_to=aside.name)
+    events.emit("repair", store="meta_db", problem=problem, moved_to=aside.name)
     return problem
 
 
@@ -115,7 +116,7 @@ def restore_from_bundles(corpus: Any, indexer: Any = None) -> dict[str, int]:
 
 
 def _row_from_manifest(corpus: Any, manifest: dict) -> Any:
-    from .meta import DocumentRow
+    from .meta import MetaRow
 
     key = manifest["key"]
     kind = "note" if manifest.get("content_type") == "text/note" else "paper"
@@ -124,7 +125,7 @@ def _row_from_manifest(corpus: Any, manifest: dict) -> Any:
                 "collections": list(manifest.get("collections") or [])} if kind == "note" else
                {"collection_keys": list(manifest.get("collection_keys") or []),
                 "collections": list(manifest.get("collections") or [])})
-    return DocumentRow(key=key, kind=kind, source_hash=str(manifest["source_hash"]),
+    return MetaRow(key=key, kind=kind, source_hash=str(manifest["source_hash"]),
                        converter_version=str(manifest.get("converter_version") or ""),
                        bundle_path=f"{corpus.corpus_dir.name}/{key}", title=manifest.get("title"),
                        parent_key=manifest.get("parent_key"), updated_at=manifest.get("converted_at"),
@@ -213,7 +214,7 @@ def check_consistency(corpus: Any, indexer: Any, *, verify: bool = False, vector
     return result
 
 
-def keys_to_rematerialise(found: Consistency) -> dict[str, str]:
+def keys_to_rematerialize(found: Consistency) -> dict[str, str]:
     """key → why, for the documents a sync must re-make although their source did not change."""
     why = {key: f"repaired: {problem}" for key, problem in found.damaged_bundles.items()}
     for key in found.missing_in_index:
@@ -249,7 +250,7 @@ def rebuild_and_repair(corpus: Any, indexer: Any, progress: Any = None) -> dict[
         repaired, failed = [], {}
         for key in stats.get("skipped", []):
             try:
-                corpus._rematerialise_now(key)
+                corpus._rematerialize_now(key)
                 repaired.append(key)
             except NotFoundError:                # no longer in the library: the bundle goes
                 remove_bundle(corpus.corpus_dir, key)

@@ -15,7 +15,8 @@ Lexically the context is a separate FTS5 column with a low bm25 weight
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 __all__ = ["MAX_CONTEXT_TOKENS", "context_line", "clip_to_tokens", "authors_text"]
 

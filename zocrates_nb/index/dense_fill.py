@@ -116,7 +116,7 @@ def embed_rows(rows: Sequence[Any], text_of: Callable[[Any], str], embedder: Any
         part = texts[start:start + batch]
         vectors = embedder.embed(part)
         ids, vecs, metas = [], [], []
-        for text, vector in zip(part, vectors):
+        for text, vector in zip(part, vectors, strict=False):
             for row in by_text[text]:
                 ids.append(row.chunk_id)
                 vecs.append(vector)

@@ -26,14 +26,15 @@ Shape (see ../shared/docs/reliability-perf-anchors.md §2):
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping, Sequence
 
+# re-exported: callers build their MATCH expressions through this module (index/fts_query.py)
+from zocrates_nb.index.fts_query import natural_query, query_terms, quote_fts
 
 __all__ = [
-    "TOKENIZER", "ChunkRow", "DocumentRow", "ensure_schema", "quote_fts", "natural_query", "query_terms",
+    "TOKENIZER", "ChunkRow", "FtsDocument", "ensure_schema", "quote_fts", "natural_query", "query_terms",
     "count_filtered", "chunk_keys", "replace_document", "delete_document", "search", "chunk_ids", "chunk_rows",
     "documents", "integrity_check", "clear", "set_title_weight",
 ]
@@ -95,21 +96,6 @@ CREATE TABLE IF NOT EXISTS index_documents(
 );
 """
 
-# Function words that carry no topic: dropping them from OR-queries halves query
-# time on SciFact with no loss in nDCG (offline-models-and-eval.md §D).
-_STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below
-between both but by can could did do does doing down during each few for from further had has have
-having he her here hers herself him himself his how i if in into is it its itself just me more most
-my myself no nor not of off on once only or other our ours ourselves out over own same she should so
-some such than that the their theirs them themselves then there these they this those through to too
-under until up very was we were what when where which while who whom why will with would you your
-yours yourself yourselves
-""".split())
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
 @dataclass(frozen=True)
 class ChunkRow:
     """One indexed passage. ``collections`` holds collection keys *and* names (filters accept either)."""
@@ -128,7 +114,7 @@ class ChunkRow:
 
 
 @dataclass(frozen=True)
-class DocumentRow:
+class FtsDocument:
     """Document-level provenance shared by all of a document's chunks."""
 
     key: str
@@ -201,53 +187,7 @@ def set_title_weight(conn: sqlite3.Connection, title_weight: float) -> None:
         conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('rank', ?)", (wanted,))
 
 
-def _quote_token(token: str) -> str:
-    return '"' + token.replace('"', '""') + '"'
-
-
-def quote_fts(query: str, operator: str = "AND") -> str | None:
-    """Make any string a valid FTS5 query: each whitespace token becomes a quoted string.
-
-    ``multi-agent`` → ``"multi-agent"`` (a phrase of the two tokens); ``who's`` →
-    ``"who's"``; ``title:x``, ``NOT``, ``a AND``, unbalanced quotes lose their operator
-    meaning. Tokens with no word character (emoji, lone punctuation) would match
-    nothing and are dropped. Returns ``None`` when nothing searchable is left, so the
-    caller skips FTS instead of sending an empty ``MATCH``.
-    """
-    if operator not in ("AND", "OR"):
-        raise ValueError("operator must be 'AND' or 'OR'")
-    tokens = [t for t in (query or "").split() if _WORD.search(t)]
-    if not tokens:
-        return None
-    return (" " if operator == "AND" else " OR ").join(_quote_token(t) for t in tokens)
-
-
-def query_terms(query: str, *, drop_stopwords: bool = True, max_terms: int = 64) -> list[str]:
-    """The distinct lower-cased word tokens of a question, stopwords dropped (unless that leaves none)."""
-    words = [w.lower() for w in _WORD.findall(query or "")]
-    unique = list(dict.fromkeys(words))
-    if drop_stopwords:
-        content = [w for w in unique if w not in _STOPWORDS]
-        unique = content or unique
-    return unique[:max_terms]
-
-
-def _or(terms: Iterable[str]) -> str:
-    return " OR ".join(_quote_token(t) for t in terms)
-
-
-def natural_query(query: str, *, drop_stopwords: bool = True, max_terms: int = 64) -> str | None:
-    """The query we send for natural-language questions: OR of the distinct word tokens.
-
-    All-AND (FTS5's implicit operator) returns nothing for most questions; OR plus
-    bm25 ranks documents that share more (and rarer) terms first — the shape that
-    scored 0.6868 nDCG@10 on SciFact with the porter tokenizer. Stopwords are dropped
-    unless the query is nothing but stopwords.
-    """
-    return _or(query_terms(query, drop_stopwords=drop_stopwords, max_terms=max_terms)) or None
-
-
-def replace_document(conn: sqlite3.Connection, doc: DocumentRow, rows: Sequence[ChunkRow]) -> list[str]:
+def replace_document(conn: sqlite3.Connection, doc: FtsDocument, rows: Sequence[ChunkRow]) -> list[str]:
     """Upsert a document's chunks and provenance; delete its chunks that no longer exist.
 
     Must run inside the caller's write transaction. Returns the removed chunk ids
@@ -394,19 +334,20 @@ def chunk_notes(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str |
 def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkRow]:
     """Full rows for the given chunk ids (missing ids are simply absent)."""
     out: dict[str, ChunkRow] = {}
-    for r in _rows_where_in(conn, """SELECT chunk_id, key, kind, text, title, parent_key, item_type, collections,
-                                           section, chunk_index, context FROM chunks WHERE chunk_id IN ({marks})""", ids):
+    sql = """SELECT chunk_id, key, kind, text, title, parent_key, item_type, collections,
+                    section, chunk_index, context FROM chunks WHERE chunk_id IN ({marks})"""
+    for r in _rows_where_in(conn, sql, ids):
         out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7] or "[]")), r[8], r[9],
                              r[10] or "")
     return out
 
 
-def documents(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, DocumentRow]:
-    out: dict[str, DocumentRow] = {}
+def documents(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, FtsDocument]:
+    out: dict[str, FtsDocument] = {}
     for r in _rows_where_in(conn, """SELECT key, kind, title, item_type, parent_key, parent_title, collections,
                                            citation, first_author, year, word_count, abstract, source_hash
                                     FROM index_documents WHERE key IN ({marks})""", keys):
-        out[r[0]] = DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6] or "[]")),
+        out[r[0]] = FtsDocument(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6] or "[]")),
                                 r[7], r[8], r[9], r[10], r[11], r[12])
     return out
 

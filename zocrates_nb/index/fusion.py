@@ -18,7 +18,7 @@ lost: the long notes are the answer as often as they are in the way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 __all__ = ["LANE_WEIGHT", "INTENT_WEIGHT", "PARENT_SHARE", "LANE_DEPTH", "PAPER_WINDOW", "fuse", "lane_weight_for",
            "inherit_from_parents", "keep_best_paper"]
@@ -39,7 +39,7 @@ def lane_weight_for(intent: float, base: float = LANE_WEIGHT, per_intent: float 
     return max(0.0, base + per_intent * max(0.0, min(1.0, intent)))
 
 
-def fuse(rank_lists: Mapping[str, Sequence[str]], k: int, notes: set[str] | frozenset[str] = frozenset(),
+def fuse(rank_lists: Mapping[str, Sequence[str]], k: int, notes: Collection[str] = frozenset(),
          lane_weight: float = 0.0, lane_depth: int = 1000) -> list[tuple[str, float]]:
     """RRF over ``rank_lists`` plus the note lane for ids in ``notes`` (best first, deterministic).
 

@@ -11,7 +11,7 @@ too few rows falls back to the plain OR query. At 60,000 chunks that ranks a med
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from zocrates_nb.index import fts
 from zocrates_nb.index.ranking import TermPlan, candidate_budget, plan_terms

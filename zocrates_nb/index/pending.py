@@ -18,7 +18,8 @@ _BATCH = 500
 
 
 def ready(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_TABLE,)).fetchone() is not None
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_TABLE,)).fetchone()
+    return found is not None
 
 
 def ensure(conn: sqlite3.Connection) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = ["expansion_terms", "candidate_terms", "feedback_ranking", "FEEDBACK_NOTES", "EXPANSION_TERMS"]
 
@@ -54,10 +54,11 @@ def feedback_ranking(conn, query: str, top_chunks: Sequence[str], depth: int, fr
                      n_terms: int = EXPANSION_TERMS) -> list[str]:
     """Note chunk ids ranked by a lexical query of ``query`` plus the top notes' expansion words."""
     from zocrates_nb.index import fts
+    from zocrates_nb.index.fts_query import STOPWORDS
     from zocrates_nb.index.lexical import lexical_search
 
     rows = fts.chunk_rows(conn, top_chunks)
-    counts = candidate_terms([rows[c].text for c in top_chunks if c in rows], fts._STOPWORDS)
+    counts = candidate_terms([rows[c].text for c in top_chunks if c in rows], STOPWORDS)
     words = sorted({w for c in counts for w in c})
     total, freq = frequencies.lookup(conn, words)
     terms = expansion_terms(counts, fts.query_terms(query), freq, total, n_terms)

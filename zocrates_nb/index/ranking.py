@@ -6,13 +6,15 @@ CLI and the tests can use them without opening an index.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from zocrates_nb.errors import QueryError
 
 __all__ = ["MODES", "MAX_QUERY_CHARS", "FILTER_NAMES", "CANDIDATE_SHARE", "CANDIDATE_FLOOR", "TermPlan",
-           "candidate_budget", "plan_terms", "rrf", "prepare_query", "check_filters", "unknown_collection_error", "unknown_parent_error", "SearchHit"]
+           "candidate_budget", "plan_terms", "rrf", "prepare_query", "check_filters", "unknown_collection_error",
+           "unknown_parent_error", "SearchHit"]
 
 MODES = ("hybrid", "lexical", "dense")
 MAX_QUERY_CHARS = 2000
@@ -56,9 +58,9 @@ def plan_terms(terms: Sequence[str], doc_freq: Mapping[str, int], total_rows: in
     """Choose the candidate-selecting words of a query from their document frequencies.
 
     Rarest first, a word joins ``select`` while the selected frequencies sum to at most
-    ``max(share * total_rows, floor)`` (module defaults when None); the rarest word always does, so a query of everyday words
-    still finds rows. The cost of ranking is then bounded by the budget, not by the commonest word,
-    and because every other word still scores the candidates, they keep their exact bm25 scores.
+    ``max(share * total_rows, floor)`` (module defaults when None); the rarest word always does, so a
+    query of everyday words still finds rows. The cost of ranking is then bounded by the budget, not by
+    the commonest word, and because every other word still scores the candidates, they keep their exact bm25 scores.
     Stale or approximate frequencies only change which rows are candidates, never their scores;
     a frequency capped just above the budget (what :class:`~zocrates_nb.index.lexical.DocumentFrequencies`
     counts) gives the same plan, except that words sharing the cap keep query order.

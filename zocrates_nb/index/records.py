@@ -17,10 +17,11 @@ model's window (``WINDOW_TOKENS``), and otherwise it is cut so that every chunk 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from zocrates_nb.index.context import MAX_CONTEXT_TOKENS, clip_to_tokens, context_line
-from zocrates_nb.index.fts import ChunkRow, DocumentRow
+from zocrates_nb.index.fts import ChunkRow, FtsDocument
 
 __all__ = ["NOTE_WHOLE_WORDS", "WINDOW_TOKENS", "document_rows", "embedding_text", "first_author_of", "kind_of",
            "body_budget"]
@@ -75,7 +76,7 @@ def _pieces(kind: str, word_count: int, body: str, title: str, context: str,
 
 
 def document_rows(manifest: Mapping[str, Any], markdown: str,
-                  count_tokens: Callable[[str], int] | None = None) -> tuple[DocumentRow, list[ChunkRow]]:
+                  count_tokens: Callable[[str], int] | None = None) -> tuple[FtsDocument, list[ChunkRow]]:
     """The provenance row and the chunk rows for one bundle (deterministic ids ``KEY:index``).
 
     ``count_tokens``: the embedder's token counter; without it chunk sizes are estimated.
@@ -91,7 +92,7 @@ def document_rows(manifest: Mapping[str, Any], markdown: str,
         word_count = len(markdown.split())
     item_type = manifest.get("item_type") or kind
     parent_key = manifest.get("parent_key") or None
-    doc = DocumentRow(
+    doc = FtsDocument(
         key=key, kind=kind, title=title, item_type=item_type, parent_key=parent_key,
         parent_title=manifest.get("parent_title") or None, collections=collections,
         citation=manifest.get("citation") or None, first_author=first_author_of(manifest.get("creators")),

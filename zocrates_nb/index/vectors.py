@@ -28,28 +28,23 @@ embedding function would try to download a model.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import threading
 import time
-import uuid
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from zocrates_nb.errors import IndexCorruptError, ZocratesError
-from zocrates_nb.locks import Timeout, file_lock
+from zocrates_nb.index import vector_handles
+from zocrates_nb.index.vector_handles import IndexBusyError, acquire_handle, drop_client, exclusive, release_handle
+from zocrates_nb.index.vector_meta import chunk_metadata, is_chroma_folder, is_locked_error, user_error, where_for
 from zocrates_nb.paths import DataPaths
 
-__all__ = [
-    "COLLECTION_NAME", "REBUILD_COMMAND", "IndexBusyError", "VectorStore", "chunk_metadata", "where_for",
-]
+__all__ = ["COLLECTION_NAME", "REBUILD_COMMAND", "IndexBusyError", "VectorStore", "chunk_metadata", "where_for"]
 
 COLLECTION_NAME = "zocrates_chunks"
 REBUILD_COMMAND = "zocrates-nb index rebuild"
@@ -59,151 +54,8 @@ _SCHEMA_VERSION = 1
 #: for +0.7 ms a query (benchmarks/bench_search_scale.py setup; recall checked against exact search).
 HNSW_EF_SEARCH = 400
 _WRITE_BATCH = 500           # rows per locked upsert: keeps other kernels' waits short
-_NO_COLLECTION = "-"         # Chroma refuses empty list metadata; notes outside any collection get this
 _REBUILD_HINT = (f"Run `{REBUILD_COMMAND}` — it re-embeds everything from the corpus folder "
                  "(no Zotero access needed).")
-
-
-class IndexBusyError(ZocratesError):
-    """Another process held the vector-index lock for longer than the timeout."""
-
-
-# --------------------------------------------------------------------------- metadata helpers (pure)
-
-def chunk_metadata(*, key: str, kind: str, item_type: str, title: str, chunk_index: int,
-                   parent_key: str | None = None, collection_keys: Sequence[str] = (),
-                   collection_names: Sequence[str] = (), **extra: str | int | float | bool) -> dict:
-    """The metadata stored with each chunk vector, in a shape Chroma's where-filters can use.
-
-    Collections are stored as non-empty string lists (``$contains`` filters work on them);
-    ``parent_key`` is ``""`` for top-level items. ``extra`` values must be scalars.
-    """
-    meta: dict[str, Any] = {
-        "key": key, "kind": kind, "item_type": item_type, "title": title or "",
-        "chunk_index": int(chunk_index), "parent_key": parent_key or "",
-        "collection_keys": [str(c) for c in collection_keys] or [_NO_COLLECTION],
-        "collection_names": [str(c) for c in collection_names] or [_NO_COLLECTION],
-    }
-    for name, value in extra.items():
-        if value is not None:
-            meta[name] = value
-    return meta
-
-
-def where_for(filters: Mapping[str, Any] | None) -> dict | None:
-    """Translate the tool filters (``item_type``, ``collection``, ``parent_key``) to a Chroma where.
-
-    ``item_type`` "note"/"paper" matches the chunk kind, any other value the Zotero item type;
-    ``collection`` matches a collection key or name. Unknown filter names are refused, so a typo
-    never silently widens a search.
-    """
-    if not filters:
-        return None
-    clauses: list[dict] = []
-    for name, value in filters.items():
-        if value is None or value == "":
-            continue
-        if name == "item_type":
-            field_name = "kind" if value in ("note", "paper") else "item_type"
-            clauses.append({field_name: str(value)})
-        elif name == "collection":
-            clauses.append({"$or": [{"collection_keys": {"$contains": str(value)}},
-                                    {"collection_names": {"$contains": str(value)}}]})
-        elif name == "parent_key":
-            clauses.append({"parent_key": str(value)})
-        elif name in ("key", "kind"):
-            clauses.append({name: str(value)})
-        else:
-            raise ZocratesError(f"Unknown search filter {name!r}.",
-                                hint="Use item_type, collection or parent_key.")
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-# --------------------------------------------------------------------------- process-wide client handles
-
-@dataclass
-class _Handle:
-    """One Chroma client per (mode, location) per process, shared by every VectorStore on it."""
-
-    identity: str
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    client: Any = None
-    collection: Any = None
-    generation: str | None = None      # the generation our client has seen (persistent mode)
-    built_by: tuple[str | None, int | None] = (None, None)   # model id and dim recorded in the collection
-    users: int = 0
-    collection_name: str | None = None
-
-
-_HANDLES: dict[str, _Handle] = {}
-_HANDLES_LOCK = threading.Lock()
-
-
-def _acquire_handle(identity: str) -> _Handle:
-    with _HANDLES_LOCK:
-        handle = _HANDLES.setdefault(identity, _Handle(identity))
-        handle.users += 1
-        return handle
-
-
-def _release_handle(handle: _Handle) -> None:
-    with _HANDLES_LOCK:
-        handle.users -= 1
-        if handle.users > 0:
-            return
-        _HANDLES.pop(handle.identity, None)
-    with handle.lock:
-        _drop_client(handle)
-
-
-def _drop_client(handle: _Handle) -> None:
-    """Forget the cached Chroma system for this location so the next open reads from disk.
-
-    ``SharedSystemClient`` caches one System (with its in-memory HNSW segment) per path; a
-    new ``PersistentClient`` on the same path would reuse it and stay stale. We stop and evict
-    only our path's system — ``clear_system_cache()`` would break other stores in the process.
-    """
-    client, handle.client, handle.collection, handle.generation = handle.client, None, None, None
-    handle.built_by = (None, None)
-    if client is not None:
-        _evict_system(getattr(client, "_identifier", None))
-
-
-def _evict_system(identifier: str | None) -> None:
-    """Stop and forget Chroma's cached System for ``identifier`` (a persist path), if any.
-
-    Also needed after a *failed* open: Chroma leaves the half-started System in its cache, and
-    the next client on that path would reuse it.
-    """
-    if not identifier:
-        return
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    system = SharedSystemClient._identifier_to_system.pop(identifier, None)
-    SharedSystemClient._identifier_to_refcount.pop(identifier, None)
-    if system is not None:
-        try:
-            system.stop()
-        except AttributeError:      # a System whose start failed has no bindings to release
-            pass
-
-
-# --------------------------------------------------------------------------- the store
-
-def _is_locked_error(exc: BaseException) -> bool:
-    return "database is locked" in str(exc).lower() or "database table is locked" in str(exc).lower()
-
-
-_CORRUPT_MARKERS = ("hnsw", "segment", "not a database", "malformed", "no such table", "disk image",
-                    "unable to open database", "error loading", "corrupt", "no such file", "migration",
-                    "log store", "compactor")
-
-
-def _looks_corrupt(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return any(marker in text for marker in _CORRUPT_MARKERS)
 
 
 class VectorStore:
@@ -237,11 +89,11 @@ class VectorStore:
         identity = f"persistent:{self.path}" if self.mode == "persistent" else f"http:{self.host}:{self.port}"
         # One handle per location: Chroma caches one System per path, so two handles on one path
         # would evict each other's client. One collection per location is all the workbench uses.
-        self._handle = _acquire_handle(identity)
+        self._handle = acquire_handle(identity)
         if self._handle.collection_name is None:
             self._handle.collection_name = collection_name
         elif self._handle.collection_name != collection_name:
-            _release_handle(self._handle)
+            release_handle(self._handle, _evict_system)
             raise ValueError(f"{identity} is already open with collection {self._handle.collection_name!r} "
                              "in this process; use one collection per data directory")
         self._closed = False
@@ -317,7 +169,7 @@ class VectorStore:
                 if total == 0:
                     return []
                 result = col.query(n_results=min(int(k), total), **query)
-            return [(cid, float(dist)) for cid, dist in zip(result["ids"][0], result["distances"][0])]
+            return [(cid, float(dist)) for cid, dist in zip(result["ids"][0], result["distances"][0], strict=False)]
 
         return self._run(run)
 
@@ -343,7 +195,7 @@ class VectorStore:
         if not ids:
             return {}
         result = self._run(lambda col: col.get(ids=[str(i) for i in ids], include=["metadatas"]))
-        return dict(zip(result["ids"], result["metadatas"]))
+        return dict(zip(result["ids"], result["metadatas"], strict=False))
 
     def all_ids(self) -> list[str]:
         def run(col: Any) -> list[str]:
@@ -361,7 +213,7 @@ class VectorStore:
         with self._exclusive():
             handle = self._handle
             if self.mode == "persistent":
-                _drop_client(handle)
+                drop_client(handle, _evict_system)
                 _evict_system(str(self.path))
                 self._remove_store_dir()
                 self._open_locked(create=True)
@@ -380,7 +232,7 @@ class VectorStore:
         """Release this store's share of the process-wide client (idempotent)."""
         if not self._closed:
             self._closed = True
-            _release_handle(self._handle)
+            release_handle(self._handle, _evict_system)
 
     def __enter__(self) -> VectorStore:
         return self
@@ -394,36 +246,14 @@ class VectorStore:
         """Thread lock + (persistent mode) the cross-process lock, with a bounded wait."""
         if self._closed:
             raise ZocratesError("This vector store was closed.", hint="Open the workbench again.")
-        with self._handle.lock:
-            if self.mode != "persistent":
-                yield
-                return
-            lock = file_lock(self._lock_path, timeout=self.lock_timeout)
-            try:
-                lock.acquire()
-            except Timeout:
-                raise IndexBusyError(
-                    f"The vector index is busy: another process held {self._lock_path} for over "
-                    f"{self.lock_timeout:.0f} s.",
-                    hint="Wait for the other notebook's indexing to finish and retry.") from None
-            try:
-                yield
-            finally:
-                lock.release()
+        with exclusive(self._handle, self._lock_path if self.mode == "persistent" else None, self.lock_timeout):
+            yield
 
     def _read_generation(self) -> str:
-        try:
-            return self._generation_path.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return ""
+        return vector_handles.read_generation(self._generation_path)
 
     def _bump_generation(self) -> None:
-        """Tell other processes their cached client is stale (atomic replace, unique token)."""
-        token = f"{time.time_ns()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp = self._generation_path.with_name(f".{self._generation_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(token, encoding="utf-8")
-        os.replace(tmp, self._generation_path)
-        self._handle.generation = token
+        vector_handles.bump_generation(self._generation_path, self._handle)
 
     def _run(self, operation: Any, *, write: bool = False) -> Any:
         """Run ``operation(collection)`` under the lock on a fresh-enough client, mapping errors."""
@@ -433,15 +263,15 @@ class VectorStore:
                 handle = self._handle
                 if self.mode == "persistent" and handle.client is not None \
                         and handle.generation != self._read_generation():
-                    _drop_client(handle)
+                    drop_client(handle, _evict_system)
                 if handle.collection is None:
                     self._open_locked(create=write)
                 self._check_model()
                 try:
                     result = operation(handle.collection)
                 except Exception as exc:  # noqa: BLE001 — classified below, never swallowed
-                    if _is_locked_error(exc) and attempt < attempts - 1:
-                        _drop_client(handle)
+                    if is_locked_error(exc) and attempt < attempts - 1:
+                        drop_client(handle, _evict_system)
                         time.sleep(0.2 * (attempt + 1))
                         continue
                     raise self._translate(exc) from exc
@@ -451,19 +281,11 @@ class VectorStore:
         raise AssertionError("unreachable")
 
     def _translate(self, exc: Exception) -> Exception:
-        if isinstance(exc, ZocratesError):
-            return exc
-        if _is_locked_error(exc):
-            return IndexBusyError("The vector index stayed locked by another program.",
-                                  hint="Close other programs using this data directory's chroma folder and retry.")
-        if self.mode == "http" and _is_connection_error(exc):
-            return ZocratesError(f"The Chroma server at http://{self.host}:{self.port} is not reachable ({exc}).",
-                                 hint=f"Start it with `chroma run --path DIR --host {self.host} --port {self.port}`, "
-                                      'or set config["vectors"]["mode"] to "persistent".')
-        if _looks_corrupt(exc):
-            _drop_client(self._handle)
-            return IndexCorruptError(f"The vector index at {self._where()} is damaged: {exc}", hint=_REBUILD_HINT)
-        return exc
+        error = user_error(exc, http=self.mode == "http", host=self.host, port=self.port, where=self._where(),
+                           rebuild_hint=_REBUILD_HINT)
+        if error is not exc and isinstance(error, IndexCorruptError):
+            drop_client(self._handle, _evict_system)
+        return error
 
     def _where(self) -> str:
         return str(self.path) if self.mode == "persistent" else f"http://{self.host}:{self.port}"
@@ -501,10 +323,10 @@ class VectorStore:
                           "zocrates_schema": _SCHEMA_VERSION})
             _widen_search(collection)
         except ZocratesError:
-            _drop_client(handle)
+            drop_client(handle, _evict_system)
             raise
         except Exception as exc:  # noqa: BLE001 — mapped to a user-facing error
-            _drop_client(handle)
+            drop_client(handle, _evict_system)
             if self.mode == "persistent":
                 _evict_system(str(self.path))
             error = self._translate(exc)
@@ -534,10 +356,7 @@ class VectorStore:
         """Delete the chroma folder (only if it looks like one: never an arbitrary directory)."""
         if not self.path.exists():
             return
-        entries = {p.name for p in self.path.iterdir()}
-        looks_like_chroma = "chroma.sqlite3" in entries or not entries or all(
-            _is_uuid(name) or name.startswith("chroma.sqlite3") for name in entries)
-        if not looks_like_chroma:
+        if not is_chroma_folder({p.name for p in self.path.iterdir()}):
             raise ZocratesError(f"Refusing to delete {self.path}: it does not look like a Chroma folder.",
                                 hint="Move the unexpected files away, then rebuild the index.")
         shutil.rmtree(self.path)
@@ -556,14 +375,21 @@ def _widen_search(collection: Any) -> None:
             collection.modify(configuration={"hnsw": {"ef_search": HNSW_EF_SEARCH}})
 
 
-def _is_uuid(name: str) -> bool:
-    try:
-        uuid.UUID(name)
-        return True
-    except ValueError:
-        return False
 
+def _evict_system(identifier: str | None) -> None:
+    """Stop and forget Chroma's cached System for ``identifier`` (a persist path), if any.
 
-def _is_connection_error(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__} {exc}".lower()
-    return any(word in text for word in ("connect", "connection refused", "could not connect", "timed out"))
+    Also needed after a *failed* open: Chroma leaves the half-started System in its cache, and
+    the next client on that path would reuse it.
+    """
+    if not identifier:
+        return
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    system = SharedSystemClient._identifier_to_system.pop(identifier, None)
+    SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+    if system is not None:
+        try:
+            system.stop()
+        except AttributeError:      # a System whose start failed has no bindings to release
+            pass

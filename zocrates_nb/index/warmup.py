@@ -69,4 +69,5 @@ class DenseWarmup:
 
     def __repr__(self) -> str:
         state = "ready" if self.ready else "loading"
-        return f"DenseWarmup({state}, seconds={self.seconds}, error={type(self.error).__name__ if self.error else None})"
+        error = type(self.error).__name__ if self.error else None
+        return f"DenseWarmup({state}, seconds={self.seconds}, error={error})"

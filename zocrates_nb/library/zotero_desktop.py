@@ -23,9 +23,9 @@ import sqlite3
 import tempfile
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import Sequence
 
 from ..errors import LibraryError, LibraryLockedError, LibraryReadOnlyError
 from .base import Collection, LibrarySnapshot, Note, Paper, is_safe_key, with_valid_keys
@@ -180,7 +180,7 @@ class ZoteroDesktopLibrary:
     def _copy_to(self, folder: Path) -> Path:
         """Copy the database with its ``-wal``/``-journal``; retry if Zotero wrote during the copy."""
         target = folder / "zotero.sqlite"
-        for attempt in range(_COPY_ATTEMPTS):
+        for _attempt in range(_COPY_ATTEMPTS):
             before = self._source_stamp()
             try:
                 shutil.copyfile(self.sqlite_path, target)
@@ -277,7 +277,8 @@ class _SnapshotReader:
         conn.execute("BEGIN")
         lib_id, lib_version = self._library()
         keys = dict(conn.execute("SELECT itemID, key FROM items WHERE libraryID = ?", (lib_id,)))
-        trashed = {r[0] for r in conn.execute("SELECT itemID FROM deletedItems")} if "deletedItems" in self.tables else set()
+        trashed = ({r[0] for r in conn.execute("SELECT itemID FROM deletedItems")}
+                   if "deletedItems" in self.tables else set())
         collections, coll_key_of = self._collections(lib_id)
         item_colls: dict[int, list[str]] = defaultdict(list)
         for item_id, coll_id in conn.execute("SELECT itemID, collectionID FROM collectionItems ORDER BY orderIndex"):

