@@ -108,4 +108,4 @@ def embedding_text_of(wb, chunk_id: str) -> str:
     from zocrates_nb.index.records import embedding_text
 
     row = wb.index._read(lambda conn: fts.chunk_rows(conn, [chunk_id]))[chunk_id]
-    return embedding_text(row.title, row.text)
+    return embedding_text(row.title, row.text, row.context)

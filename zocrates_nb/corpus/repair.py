@@ -236,7 +236,8 @@ def drop_orphans(corpus: Any, indexer: Any, found: Consistency) -> list[str]:
         except ValueError:                       # not a key-shaped folder: leave the user's folder alone
             continue
         done.append(f"removed bundle {key} (not in the corpus)")
-    if indexer is not None and (found.extra_in_index or found.vectors_differ):
+    resuming = bool(getattr(indexer, "fill_interrupted", lambda: False)())  # the resumed fill embeds them
+    if indexer is not None and (found.extra_in_index or (found.vectors_differ and not resuming)):
         result = indexer.reconcile()
         if result.get("embedded") or result.get("deleted"):
             done.append(f"vectors reconciled: {result['embedded']} embedded, {result['deleted']} deleted")

@@ -77,6 +77,13 @@ class IndexConsistency(IndexCore):
                 self._pending |= pending  # keep them queued; reconcile would find them anyway
             raise
 
+    def fill_interrupted(self) -> bool:
+        """True when a dense fill was killed before it finished: the next ``commit_vectors`` resumes it
+        (embedding only what is missing), so a sync's consistency check leaves the vectors to it."""
+        from zocrates_nb.index.dense_fill import interrupted
+
+        return interrupted(self.paths.root)
+
     def _sync_ids(self, ids: Iterable[str], progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         ids = set(ids)
         rows = self._read(lambda conn: fts.chunk_rows(conn, ids))
@@ -102,6 +109,9 @@ class IndexConsistency(IndexCore):
                 root=self.paths.root,
                 batch=_EMBED_BATCH,
                 progress=progress,
+                # each stored batch leaves the durable queue at once: a kill mid-fill then re-embeds
+                # only what was not stored yet, never the whole queue
+                stored=lambda done: self._write(lambda conn: pending.remove(conn, done)),
             )
         self._write(lambda conn: pending.remove(conn, ids))
         return {"upserted": len(todo), "deleted": len(gone)}

@@ -103,8 +103,11 @@ def progress_line(progress: dict | None) -> str | None:
 
 def embed_rows(rows: Sequence[Any], text_of: Callable[[Any], str], embedder: Any, store: Any,
                metadata_of: Callable[[Any], dict], *, root: Path | None = None, batch: int = 128,
-               progress: Callable[[int, int], None] | None = None) -> int:
-    """Embed ``rows`` (``.chunk_id``) and upsert them; returns how many texts were embedded."""
+               progress: Callable[[int, int], None] | None = None,
+               stored: Callable[[list[str]], None] | None = None) -> int:
+    """Embed ``rows`` (``.chunk_id``) and upsert them; returns how many texts were embedded.
+
+    ``stored(ids)`` is called after each batch is upserted (the caller clears its durable queue)."""
     by_text: dict[str, list[Any]] = {}
     for row in rows:
         by_text.setdefault(text_of(row), []).append(row)
@@ -122,6 +125,8 @@ def embed_rows(rows: Sequence[Any], text_of: Callable[[Any], str], embedder: Any
                 vecs.append(vector)
                 metas.append(metadata_of(row))
         store.upsert(ids, vecs, metas)
+        if stored is not None:
+            stored(ids)
         done += len(ids)
         if root is not None:
             _write(root, done, total)
