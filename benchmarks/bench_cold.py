@@ -84,13 +84,25 @@ def main() -> None:
     parser.add_argument("--engine", action="store_true", help="also time the CLI with a warm engine running")
     args = parser.parse_args()
     data_dir = prepare(args.data_dir)
-    out: dict = {"data_dir": data_dir, "rounds": args.rounds, "query": QUERY,
-                 "load_average_before": [round(x, 2) for x in os.getloadavg()]}
-    times: dict[str, list[float]] = {name: [] for name in (
-        "import_chromadb", "cli_search", "cli_search_lexical", "import_chromadb_inprocess",
-        "notebook_open", "notebook_first_result")}
+    out: dict = {
+        "data_dir": data_dir,
+        "rounds": args.rounds,
+        "query": QUERY,
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+    }
+    times: dict[str, list[float]] = {
+        name: []
+        for name in (
+            "import_chromadb",
+            "cli_search",
+            "cli_search_lexical",
+            "import_chromadb_inprocess",
+            "notebook_open",
+            "notebook_first_result",
+        )
+    }
     lexical_first = 0
-    wall(cli(data_dir))                          # page cache warm for every path alike
+    wall(cli(data_dir))  # page cache warm for every path alike
     for _ in range(args.rounds):
         times["import_chromadb"].append(wall([sys.executable, "-c", "import chromadb"])[0])
         times["cli_search"].append(wall(cli(data_dir))[0])
@@ -122,7 +134,8 @@ def main() -> None:
     }
     if args.engine:
         out["ratio_to_import_chromadb"]["cli_search_engine"] = round(
-            med["cli_search_engine"] / med["import_chromadb_engine_rounds"], 2)
+            med["cli_search_engine"] / med["import_chromadb_engine_rounds"], 2
+        )
     out["notebook_first_result_was_lexical"] = f"{lexical_first}/{args.rounds}"
     out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=1))

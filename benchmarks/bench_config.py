@@ -35,8 +35,12 @@ def main() -> None:
     args = parser.parse_args()
     directory = args.dir or Path(tempfile.mkdtemp(prefix="bench-config-"))
     store = ConfigStore(directory / "zocrates_config.json")
-    store.update({"user_research_profile": SAMPLE_RESEARCH_PROFILE[:900],
-                  "llm": {"base_url": "https://api.example.org/v1", "model": "m", "models": {"coordinator": "big"}}})
+    store.update(
+        {
+            "user_research_profile": SAMPLE_RESEARCH_PROFILE[:900],
+            "llm": {"base_url": "https://api.example.org/v1", "model": "m", "models": {"coordinator": "big"}},
+        }
+    )
     old = time.time() - 60
     os.utime(store.path, (old, old))  # outside the racy window: the cache may be trusted
 
@@ -48,8 +52,9 @@ def main() -> None:
         store.read()
 
     reloaded = _median_us(reload, 5_000)
-    write_ms = _median_us(lambda: store.update({"user_research_profile": SAMPLE_RESEARCH_PROFILE[:900]}),
-                          args.writes) / 1000
+    write_ms = (
+        _median_us(lambda: store.update({"user_research_profile": SAMPLE_RESEARCH_PROFILE[:900]}), args.writes) / 1000
+    )
     profile_report_us = _median_us(lambda: profile_token_report(SAMPLE_RESEARCH_PROFILE), 2_000)
     print(f"config dir            : {directory}")
     print(f"cached read (median)  : {cached:8.1f} µs   (stat + key check + deep copy)")

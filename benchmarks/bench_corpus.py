@@ -20,8 +20,17 @@ from zocrates_nb.library.base import KEY_ALPHABET
 from zocrates_nb.library.local import DemoLibrary
 from zocrates_nb.paths import DataPaths
 
-TOPICS = ["spatial transcriptomics", "cell2location", "tumour microenvironment", "Harmony integration",
-          "scVI latent space", "RNA velocity", "Visium HD bins", "CAF subtypes", "T cell exclusion"]
+TOPICS = [
+    "spatial transcriptomics",
+    "cell2location",
+    "tumour microenvironment",
+    "Harmony integration",
+    "scVI latent space",
+    "RNA velocity",
+    "Visium HD bins",
+    "CAF subtypes",
+    "T cell exclusion",
+]
 
 
 def key_for(i: int) -> str:
@@ -37,7 +46,8 @@ def note_html(i: int) -> str:
     paragraphs = "".join(
         f"<p>Note {i} paragraph {p}: what we learnt about <strong>{topic}</strong> on slide {p + i % 13}, "
         f"with thresholds, caveats and the next experiment to run for the lymph node project.</p>\n"
-        for p in range(1 + i % 6))
+        for p in range(1 + i % 6)
+    )
     return f'<div data-schema-version="9"><h1>{topic.title()} note {i}</h1>\n{paragraphs}</div>'
 
 
@@ -78,35 +88,40 @@ def main() -> None:
 
     corpus = Corpus(paths, library)
     report = corpus.sync()
-    print(f"first sync: {report.summary().splitlines()[0]} "
-          f"({report.seconds / max(1, report.counts['new'] + report.counts['changed']) * 1000:.2f} ms/new note)")
+    print(
+        f"first sync: {report.summary().splitlines()[0]} "
+        f"({report.seconds / max(1, report.counts['new'] + report.counts['changed']) * 1000:.2f} ms/new note)"
+    )
 
     times = []
     for _ in range(5):
         report = corpus.sync()
         times.append(report.seconds)
-    print(f"unchanged sync of {report.counts['unchanged']:,} notes: median {statistics.median(times):.3f} s, "
-          f"best {min(times):.3f} s (target < 1 s)")
+    print(
+        f"unchanged sync of {report.counts['unchanged']:,} notes: median {statistics.median(times):.3f} s, "
+        f"best {min(times):.3f} s (target < 1 s)"
+    )
 
     keys = corpus.keys("note")
     rng = random.Random(7)
     sample = [rng.choice(keys) for _ in range(args.reads)]
     for key in sample[:1000]:
-        corpus._resolve_bundle_dir(key)          # warm caches
+        corpus._resolve_bundle_dir(key)  # warm caches
     us = []
     for key in sample:
         t0 = time.perf_counter()
         corpus._resolve_bundle_dir(key)
         us.append((time.perf_counter() - t0) * 1e6)
-    print(f"fast path _resolve_bundle_dir over {len(keys):,} notes: p50 {pct(us, 0.5):.1f} µs, "
-          f"p95 {pct(us, 0.95):.1f} µs, p99 {pct(us, 0.99):.1f} µs (target p50 < 100 µs)")
+    print(
+        f"fast path _resolve_bundle_dir over {len(keys):,} notes: p50 {pct(us, 0.5):.1f} µs, "
+        f"p95 {pct(us, 0.95):.1f} µs, p99 {pct(us, 0.99):.1f} µs (target p50 < 100 µs)"
+    )
     us = []
     for key in sample[:5000]:
         t0 = time.perf_counter()
         corpus.read_document(key)
         us.append((time.perf_counter() - t0) * 1e6)
-    print(f"read_document (fast path + consistent bundle read): p50 {pct(us, 0.5):.1f} µs, "
-          f"p95 {pct(us, 0.95):.1f} µs")
+    print(f"read_document (fast path + consistent bundle read): p50 {pct(us, 0.5):.1f} µs, p95 {pct(us, 0.95):.1f} µs")
     key = keys[len(keys) // 2]
     library.update_note(key, note_html(3) + "<p>edited</p>")
     t0 = time.perf_counter()

@@ -22,8 +22,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl.gz"
 
-COLD = ("import time; t=time.perf_counter(); from zocrates_nb.index.embed import MiniLMEmbedder; "
-        "e=MiniLMEmbedder(); e.embed(['hello world']); print(time.perf_counter()-t)")
+COLD = (
+    "import time; t=time.perf_counter(); from zocrates_nb.index.embed import MiniLMEmbedder; "
+    "e=MiniLMEmbedder(); e.embed(['hello world']); print(time.perf_counter()-t)"
+)
 
 
 def chunks_80_words(n: int) -> tuple[list[str], str]:
@@ -54,15 +56,21 @@ def main() -> None:
         ensure_model(Path(tmp) / "m")
         build_s = time.perf_counter() - started
 
-    ensure_model()                                   # the real cache, so the cold-start run does not build
+    ensure_model()  # the real cache, so the cold-start run does not build
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    cold = [float(subprocess.run([sys.executable, "-c", COLD], capture_output=True, text=True, env=env,
-                                 check=True).stdout.strip()) for _ in range(2)]
+    cold = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", COLD], capture_output=True, text=True, env=env, check=True
+            ).stdout.strip()
+        )
+        for _ in range(2)
+    ]
 
     texts, source = chunks_80_words(args.n)
     embedder = MiniLMEmbedder(batch_size=args.batch)
     tokens = sum(len(t) for t in embedder.tokenize(texts)) / len(texts)
-    embedder.embed(texts[:8])                       # warm-up
+    embedder.embed(texts[:8])  # warm-up
     started, cpu_started = time.perf_counter(), time.process_time()
     embedder.embed(texts)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
@@ -71,15 +79,26 @@ def main() -> None:
     for q in ["hybrid retrieval with reciprocal rank fusion"] * 20:
         embedder.embed([q])
     query_ms = (time.perf_counter() - started) / 20 * 1000
-    print(json.dumps({
-        "chunks": len(texts), "source": source, "mean_tokens": round(tokens, 1), "batch": args.batch,
-        "threads": threads, "chunks_per_s": round(len(texts) / seconds, 1),
-        "cpu_s": round(cpu_seconds, 1),   # with load_avg: tells a contended run from a slow one
-        "load_avg_1m": round(os.getloadavg()[0], 1),
-        "ms_per_chunk": round(seconds / len(texts) * 1000, 1), "query_embed_ms": round(query_ms, 1),
-        "cold_start_s": [round(c, 2) for c in cold], "build_onnx_s": round(build_s, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0),
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "chunks": len(texts),
+                "source": source,
+                "mean_tokens": round(tokens, 1),
+                "batch": args.batch,
+                "threads": threads,
+                "chunks_per_s": round(len(texts) / seconds, 1),
+                "cpu_s": round(cpu_seconds, 1),  # with load_avg: tells a contended run from a slow one
+                "load_avg_1m": round(os.getloadavg()[0], 1),
+                "ms_per_chunk": round(seconds / len(texts) * 1000, 1),
+                "query_embed_ms": round(query_ms, 1),
+                "cold_start_s": [round(c, 2) for c in cold],
+                "build_onnx_s": round(build_s, 1),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

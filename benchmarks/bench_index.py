@@ -33,8 +33,8 @@ def main() -> None:
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zc-bench-index-")) / "data"
     load_before = os.getloadavg()[0]
     wb = Workbench(root, auto_sync=False)
-    wb.index.embedder.embed(["warm up"])             # model load is not indexing,
-    wb.index.vectors.count()                         # nor importing chromadb and opening the store
+    wb.index.embedder.embed(["warm up"])  # model load is not indexing,
+    wb.index.vectors.count()  # nor importing chromadb and opening the store
     started = time.perf_counter()
     report = wb.sync(progress=False)
     sync_s = time.perf_counter() - started
@@ -42,8 +42,10 @@ def main() -> None:
     wb.close()
 
     with sqlite3.connect(root / "conversion_meta.db") as conn:
-        texts = [embedding_text(title or "", text or "") for title, text in
-                 conn.execute("SELECT title, text FROM chunks ORDER BY id")]
+        texts = [
+            embedding_text(title or "", text or "")
+            for title, text in conn.execute("SELECT title, text FROM chunks ORDER BY id")
+        ]
     embedder = MiniLMEmbedder()
     embedder.embed(["warm up"])
     started = time.perf_counter()
@@ -51,14 +53,24 @@ def main() -> None:
     embed_s = time.perf_counter() - started
 
     chunks = len(texts)
-    print(json.dumps({
-        "documents": stats["documents"], "chunks": chunks, "failed": report.counts.get("failed", 0),
-        "sync_seconds": round(sync_s, 2), "pipeline_chunks_per_s": round(chunks / sync_s, 2),
-        "embed_only_seconds": round(embed_s, 2), "embed_only_chunks_per_s": round(chunks / embed_s, 2),
-        "pipeline_overhead_pct": round(100 * (sync_s - embed_s) / embed_s, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)], "data_dir": str(root),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "documents": stats["documents"],
+                "chunks": chunks,
+                "failed": report.counts.get("failed", 0),
+                "sync_seconds": round(sync_s, 2),
+                "pipeline_chunks_per_s": round(chunks / sync_s, 2),
+                "embed_only_seconds": round(embed_s, 2),
+                "embed_only_chunks_per_s": round(chunks / embed_s, 2),
+                "pipeline_overhead_pct": round(100 * (sync_s - embed_s) / embed_s, 1),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+                "data_dir": str(root),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

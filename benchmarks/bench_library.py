@@ -42,11 +42,15 @@ def bench_desktop(path: Path, repeats: int = 5) -> None:
         lib.get_note(keys[i % len(keys)])
         lookups.append(time.perf_counter() - t)
     size = path.stat().st_size / 2**20
-    print(f"zotero.sqlite snapshot ({path.name}, {size:.1f} MiB): copy+read median "
-          f"{statistics.median(cold) * 1e3:.1f} ms (min {min(cold) * 1e3:.1f} ms); unchanged re-check "
-          f"{warm * 1e6:.0f} µs")
-    print(f"  notes {len(snap.notes)}, papers {len(snap.papers)}, collections {len(snap.collections)}, "
-          f"failures {len(snap.failures)}; get_note {_us(lookups)}")
+    print(
+        f"zotero.sqlite snapshot ({path.name}, {size:.1f} MiB): copy+read median "
+        f"{statistics.median(cold) * 1e3:.1f} ms (min {min(cold) * 1e3:.1f} ms); unchanged re-check "
+        f"{warm * 1e6:.0f} µs"
+    )
+    print(
+        f"  notes {len(snap.notes)}, papers {len(snap.papers)}, collections {len(snap.collections)}, "
+        f"failures {len(snap.failures)}; get_note {_us(lookups)}"
+    )
 
 
 def bench_demo() -> None:
@@ -60,7 +64,7 @@ def bench_demo() -> None:
         again.close()
         snap = lib.snapshot()
         keys = [n.key for n in snap.notes]
-        for k in keys:                       # warm
+        for k in keys:  # warm
             lib.get_note(k)
         lookups, papers = [], []
         for i in range(5000):
@@ -81,8 +85,10 @@ def bench_demo() -> None:
             lib.update_note(keys[0], f"<p>edit {i}</p>")
         update_ms = (time.perf_counter() - t) / 50 * 1e3
         lib.close()
-    print(f"DemoLibrary ({len(snap.papers)} papers, {len(snap.notes)} notes): first open+seed {seed * 1e3:.1f} ms, "
-          f"re-open {reopen * 1e3:.1f} ms, snapshot {snap_ms:.2f} ms, update_note {update_ms:.2f} ms")
+    print(
+        f"DemoLibrary ({len(snap.papers)} papers, {len(snap.notes)} notes): first open+seed {seed * 1e3:.1f} ms, "
+        f"re-open {reopen * 1e3:.1f} ms, snapshot {snap_ms:.2f} ms, update_note {update_ms:.2f} ms"
+    )
     print(f"  get_note {_us(lookups)}; get_paper {_us(papers)}")
 
 

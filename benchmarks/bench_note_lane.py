@@ -32,19 +32,19 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=100)
     args = parser.parse_args()
     lines = [json.loads(line)["text"] for line in open(SCIFACT / "queries.jsonl", encoding="utf-8")]
-    queries = lines[::4][:args.queries]
+    queries = lines[::4][: args.queries]
     embedder = MiniLMEmbedder()
     paths = DataPaths(args.cache / "data")
     on = HybridIndex(paths, {}, embedder=embedder)
     off = HybridIndex(paths, {"search": {"note_lane": 0, "note_intent": 0, "parent_share": 0}}, embedder=embedder)
     vectors = embedder.embed(queries)
-    for index in (on, off):                                   # warm both
-        for query, vector in zip(queries[:10], vectors[:10]):
+    for index in (on, off):  # warm both
+        for query, vector in zip(queries[:10], vectors[:10], strict=True):
             index.search(query, k=10, query_embedding=vector)
     times: dict[str, list[float]] = {f"{n}_{w}": [] for n in ("on", "off") for w in ("given_vector", "total")}
     for round_ in range(2):
         order = [("on", on), ("off", off)] if round_ % 2 == 0 else [("off", off), ("on", on)]
-        for query, vector in zip(queries, vectors):
+        for query, vector in zip(queries, vectors, strict=True):
             for name, index in order:
                 start = time.perf_counter()
                 index.search(query, k=10, query_embedding=vector)
@@ -52,8 +52,11 @@ def main() -> int:
                 start = time.perf_counter()
                 index.search(query, k=10)
                 times[f"{name}_total"].append(time.perf_counter() - start)
-    print(json.dumps({k: {"p50_ms": round(statistics.median(v) * 1000, 2),
-                          "p95_ms": round(sorted(v)[int(0.95 * len(v))] * 1000, 2)} for k, v in times.items()}, indent=1))
+    figures = {
+        k: {"p50_ms": round(statistics.median(v) * 1000, 2), "p95_ms": round(sorted(v)[int(0.95 * len(v))] * 1000, 2)}
+        for k, v in times.items()
+    }
+    print(json.dumps(figures, indent=1))
     return 0
 
 

@@ -18,8 +18,10 @@ import time
 
 from zocrates_nb.library.base import Collection, Paper
 
-WORDS = ("spatial transcriptomics single cell deconvolution atlas tissue mouse brain human tumour immune "
-         "graph neural network clustering integration batch correction imaging protein chromatin").split()
+WORDS = (
+    "spatial transcriptomics single cell deconvolution atlas tissue mouse brain human tumour immune "
+    "graph neural network clustering integration batch correction imaging protein chromatin"
+).split()
 
 
 def generate(n_papers: int, n_collections: int, seed: int = 7) -> tuple[list[Paper], list[Collection]]:
@@ -28,10 +30,16 @@ def generate(n_papers: int, n_collections: int, seed: int = 7) -> tuple[list[Pap
     for i in range(n_collections):
         parent = rng.choice(collections).key if collections and rng.random() < 0.6 else None
         collections.append(Collection(f"C{i:07d}", f"{rng.choice(WORDS).title()} {i}", parent))
-    papers = [Paper(f"P{i:07d}", " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 12))).capitalize(),
-                    creators=(f"{rng.choice(WORDS).title()}son, A",), year=rng.randint(1980, 2025),
-                    collections=(rng.choice(collections).key,))
-              for i in range(n_papers)]
+    papers = [
+        Paper(
+            f"P{i:07d}",
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 12))).capitalize(),
+            creators=(f"{rng.choice(WORDS).title()}son, A",),
+            year=rng.randint(1980, 2025),
+            collections=(rng.choice(collections).key,),
+        )
+        for i in range(n_papers)
+    ]
     return papers, collections
 
 

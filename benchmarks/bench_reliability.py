@@ -51,7 +51,7 @@ def main() -> None:
     data[:100] = b"\0" * 100
     db.write_bytes(bytes(data))
     started = time.perf_counter()
-    Workbench(root, auto_sync=False).close()             # detects, moves aside, re-creates from the bundles
+    Workbench(root, auto_sync=False).close()  # detects, moves aside, re-creates from the bundles
     print(f"re-create a damaged meta db   : {time.perf_counter() - started:.1f} s (chunks re-embedded)")
 
 

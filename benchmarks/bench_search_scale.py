@@ -90,6 +90,7 @@ def zotero_key(prefix: str, number: int) -> str:
 
 # ---------------------------------------------------------------------------- build (child process)
 
+
 def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> dict:
     from zocrates_nb.index import fts
     from zocrates_nb.index.embed import MiniLMEmbedder
@@ -113,18 +114,52 @@ def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> di
         words = doc["text"].split()[: 40 + (i * 37) % 81]
         key = zotero_key("N", i)
         colls = ("CCCCCCC2", "Reading") if i % 7 == 0 else ()
-        records.append((fts.FtsDocument(key=key, kind="note", title=doc["title"], item_type="note",
-                                        collections=colls, word_count=len(words)),
-                        [fts.ChunkRow(chunk_id=f"{key}:0", key=key, kind="note", text=" ".join(words),
-                                      title=doc["title"], item_type="note", collections=colls)]))
+        records.append(
+            (
+                fts.FtsDocument(
+                    key=key, kind="note", title=doc["title"], item_type="note", collections=colls, word_count=len(words)
+                ),
+                [
+                    fts.ChunkRow(
+                        chunk_id=f"{key}:0",
+                        key=key,
+                        kind="note",
+                        text=" ".join(words),
+                        title=doc["title"],
+                        item_type="note",
+                        collections=colls,
+                    )
+                ],
+            )
+        )
     for p in range(papers):
         key = zotero_key("P", p)
         title = corpus[(notes + p * per_paper) % len(corpus)]["title"]
-        rows = [fts.ChunkRow(chunk_id=f"{key}:{c}", key=key, kind="paper",
-                             text=corpus[(notes + p * per_paper + c) % len(corpus)]["text"], title=title,
-                             item_type="journalArticle", chunk_index=c) for c in range(per_paper)]
-        records.append((fts.FtsDocument(key=key, kind="paper", title=title, item_type="journalArticle",
-                                        first_author="Author", year=2000 + p % 25), rows))
+        rows = [
+            fts.ChunkRow(
+                chunk_id=f"{key}:{c}",
+                key=key,
+                kind="paper",
+                text=corpus[(notes + p * per_paper + c) % len(corpus)]["text"],
+                title=title,
+                item_type="journalArticle",
+                chunk_index=c,
+            )
+            for c in range(per_paper)
+        ]
+        records.append(
+            (
+                fts.FtsDocument(
+                    key=key,
+                    kind="paper",
+                    title=title,
+                    item_type="journalArticle",
+                    first_author="Author",
+                    year=2000 + p % 25,
+                ),
+                rows,
+            )
+        )
     started = time.perf_counter()
     index.index_records(records, vectors=False)
     index._write(lambda conn: conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')"))
@@ -135,7 +170,7 @@ def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> di
     store = index._store()
     started = time.perf_counter()
     for start in range(0, len(rows), 1000):
-        part = rows[start:start + 1000]
+        part = rows[start : start + 1000]
         base = real_vectors[np.arange(start, start + len(part)) % real]
         vectors = base + rng.normal(scale=0.03, size=base.shape).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -149,12 +184,12 @@ def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> di
 
 # ---------------------------------------------------------------------------- measure
 
+
 def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
     from zocrates_nb.diagnostics.events import EventLog
-    from zocrates_nb.index import fts
+    from zocrates_nb.index import fts, lexical
     from zocrates_nb.index.embed import MiniLMEmbedder
     from zocrates_nb.index.hybrid import HybridIndex
-    from zocrates_nb.index import lexical
     from zocrates_nb.index.ranking import plan_terms
     from zocrates_nb.index.vectors import where_for
     from zocrates_nb.paths import DataPaths
@@ -167,10 +202,11 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
     embedder = MiniLMEmbedder(threads=embed_threads) if embed_threads else MiniLMEmbedder()
     started = time.perf_counter()
     index = HybridIndex(paths, embedder=embedder)
-    index.search("warm up the vector store", k=10)       # opens Chroma, reconciles (id sets), loads HNSW
+    index.search("warm up the vector store", k=10)  # opens Chroma, reconciles (id sets), loads HNSW
     out["first_search_s"] = round(time.perf_counter() - started, 2)
-    out.update({name: value for name, value in index.stats().items() if name in ("chunks", "notes", "papers",
-                                                                                  "vectors")})
+    out.update(
+        {name: value for name, value in index.stats().items() if name in ("chunks", "notes", "papers", "vectors")}
+    )
     events_dir = cache / "events"
     shutil.rmtree(events_dir, ignore_errors=True)
     # one index per end-to-end timing, so each meets a query's new words with a cold frequency cache
@@ -180,14 +216,31 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
     conn = index._conn
 
     serial = HybridIndex(paths, {"search": {"parallel": False}}, embedder=embedder)
-    timings: dict[str, list[float]] = {name: [] for name in (
-        "query_embed", "fts_top100", "fts_plain_or_top100", "vector_top100", "lexical", "dense",
-        "hybrid_given_vector", "hybrid_total", "hybrid_total_serial", "search_corpus",
-        "vector_top100_filtered", "hybrid_filtered_notes", "hybrid_filtered_collection",
-        "dense_filtered_notes", "dense_filtered_collection", "lexical_filtered_notes",
-        "lexical_filtered_collection", "hybrid_filtered_parent")}
+    timings: dict[str, list[float]] = {
+        name: []
+        for name in (
+            "query_embed",
+            "fts_top100",
+            "fts_plain_or_top100",
+            "vector_top100",
+            "lexical",
+            "dense",
+            "hybrid_given_vector",
+            "hybrid_total",
+            "hybrid_total_serial",
+            "search_corpus",
+            "vector_top100_filtered",
+            "hybrid_filtered_notes",
+            "hybrid_filtered_collection",
+            "dense_filtered_notes",
+            "dense_filtered_collection",
+            "lexical_filtered_notes",
+            "lexical_filtered_collection",
+            "hybrid_filtered_parent",
+        )
+    }
     notes_in = {"item_type": "note", "collection": "Reading"}
-    parent = zotero_key("P", 7)                  # no child notes: times a filter that passes nothing
+    parent = zotero_key("P", 7)  # no child notes: times a filter that passes nothing
     matched: list[int] = []
     ranked: list[int] = []
     frequencies = lexical.DocumentFrequencies()
@@ -197,41 +250,51 @@ def measure(cache: Path, n_queries: int, embed_threads: int | None) -> dict:
         qv = embedder.embed([q])[0]
         timings["query_embed"].append(time.perf_counter() - t0)
         vecs.append(qv)
-    for q, qv in zip(queries, vecs):
-        def timed(name: str, call):
-            t0 = time.perf_counter()
-            result = call()
-            timings[name].append(time.perf_counter() - t0)
-            return result
 
-        hits = timed("hybrid_total", lambda: index.search(q, k=10))
+    def timed(name: str, call, *args, **kwargs):
+        t0 = time.perf_counter()
+        result = call(*args, **kwargs)
+        timings[name].append(time.perf_counter() - t0)
+        return result
+
+    for q, qv in zip(queries, vecs, strict=True):
+        hits = timed("hybrid_total", index.search, q, k=10)
         assert hits, f"no hits for {q!r}"
-        timed("hybrid_total_serial", lambda: serial.search(q, k=10))
-        timed("search_corpus", lambda: tools.search_corpus(q, k=10))
+        timed("hybrid_total_serial", serial.search, q, k=10)
+        timed("search_corpus", tools.search_corpus, q, k=10)
         text = " ".join(q.split())
-        timed("fts_top100", lambda: lexical.lexical_search(conn, text, 100, None, frequencies))
-        timed("fts_plain_or_top100", lambda: fts.search(conn, fts.natural_query(text), 100))
+        timed("fts_top100", lexical.lexical_search, conn, text, 100, None, frequencies)
+        timed("fts_plain_or_top100", lambda text=text: fts.search(conn, fts.natural_query(text), 100))
         terms = fts.query_terms(text)
         total, counts = frequencies.lookup(conn, terms)
         plan_match, _ = lexical.plan_match(plan_terms(terms, counts, total))
         for match, sink in ((fts.natural_query(text), matched), (plan_match, ranked)):
-            sink.append(conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                                     (match,)).fetchone()[0] if match else 0)
-        timed("vector_top100", lambda: store.query(qv, 100))
-        timed("lexical", lambda: index.search(q, k=10, mode="lexical"))
-        timed("dense", lambda: index.search(q, k=10, mode="dense", query_embedding=qv))
-        timed("hybrid_given_vector", lambda: index.search(q, k=10, query_embedding=qv))
-        timed("vector_top100_filtered", lambda: store.query(qv, 100, where=where_for(notes_in)))
-        timed("hybrid_filtered_notes", lambda: index.search(q, k=10, filters={"item_type": "note"}))
-        timed("hybrid_filtered_collection", lambda: index.search(q, k=10, filters=notes_in))
+            sink.append(
+                conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchone()[0]
+                if match
+                else 0
+            )
+        timed("vector_top100", store.query, qv, 100)
+        timed("lexical", index.search, q, k=10, mode="lexical")
+        timed("dense", index.search, q, k=10, mode="dense", query_embedding=qv)
+        timed("hybrid_given_vector", index.search, q, k=10, query_embedding=qv)
+        timed("vector_top100_filtered", lambda qv=qv: store.query(qv, 100, where=where_for(notes_in)))
+        timed("hybrid_filtered_notes", index.search, q, k=10, filters={"item_type": "note"})
+        timed("hybrid_filtered_collection", index.search, q, k=10, filters=notes_in)
         # the two sides of a filtered search apart (the dense side no longer uses Chroma's where)
-        timed("dense_filtered_notes", lambda: index.search(q, k=10, mode="dense", query_embedding=qv,
-                                                           filters={"item_type": "note"}))
-        timed("dense_filtered_collection", lambda: index.search(q, k=10, mode="dense", query_embedding=qv,
-                                                                filters=notes_in))
-        timed("lexical_filtered_notes", lambda: index.search(q, k=10, mode="lexical", filters={"item_type": "note"}))
-        timed("lexical_filtered_collection", lambda: index.search(q, k=10, mode="lexical", filters=notes_in))
-        timed("hybrid_filtered_parent", lambda: index.search(q, k=10, filters={"parent_key": parent}))
+        timed(
+            "dense_filtered_notes",
+            index.search,
+            q,
+            k=10,
+            mode="dense",
+            query_embedding=qv,
+            filters={"item_type": "note"},
+        )
+        timed("dense_filtered_collection", index.search, q, k=10, mode="dense", query_embedding=qv, filters=notes_in)
+        timed("lexical_filtered_notes", index.search, q, k=10, mode="lexical", filters={"item_type": "note"})
+        timed("lexical_filtered_collection", index.search, q, k=10, mode="lexical", filters=notes_in)
+        timed("hybrid_filtered_parent", index.search, q, k=10, filters={"parent_key": parent})
     # another kernel's write makes the next query here reload the store from disk
     reopen = []
     for i in range(3):
@@ -275,29 +338,34 @@ def measure_server(cache: Path, n_queries: int) -> dict:
     expected = [[h.key for h in local.search(q, k=10)] for q in queries]
     local.close()
     log = open(cache / "chroma-server.log", "w")
-    server = subprocess.Popen([str(chroma), "run", "--path", str(paths.chroma), "--host", "127.0.0.1",
-                               "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                              env=dict(os.environ, ANONYMIZED_TELEMETRY="False"))
+    server = subprocess.Popen(
+        [str(chroma), "run", "--path", str(paths.chroma), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, ANONYMIZED_TELEMETRY="False"),
+    )
     try:
         started = time.perf_counter()
         while True:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2):
                     break
-            except OSError:
+            except OSError as err:
                 if server.poll() is not None or time.perf_counter() - started > 120:
-                    raise SystemExit("chroma run did not start; see " + str(cache / "chroma-server.log"))
+                    raise SystemExit("chroma run did not start; see " + str(cache / "chroma-server.log")) from err
                 time.sleep(0.3)
         out: dict = {"server_start_s": round(time.perf_counter() - started, 2)}
-        remote = HybridIndex(paths, {"vectors": {"mode": "http", "host": "127.0.0.1", "port": port}},
-                             embedder=embedder)
+        remote = HybridIndex(paths, {"vectors": {"mode": "http", "host": "127.0.0.1", "port": port}}, embedder=embedder)
         started = time.perf_counter()
         remote.search("warm up the vector store", k=10)
         out["server_first_search_s"] = round(time.perf_counter() - started, 2)
-        timings: dict[str, list[float]] = {"server_hybrid_total": [], "server_dense": [],
-                                           "server_hybrid_filtered_notes": []}
+        timings: dict[str, list[float]] = {
+            "server_hybrid_total": [],
+            "server_dense": [],
+            "server_hybrid_filtered_notes": [],
+        }
         same = 0
-        for q, keys in zip(queries, expected):
+        for q, keys in zip(queries, expected, strict=True):
             qv = embedder.embed([q])[0]
             t0 = time.perf_counter()
             hits = remote.search(q, k=10)
@@ -333,23 +401,46 @@ def main() -> None:
     parser.add_argument("--embed-threads", type=int, default=None, help="onnxruntime intra-op threads")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/zc-scale"))
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--server", action="store_true",
-                        help="also measure through Chroma's own server (`chroma run`) on the same store")
+    parser.add_argument(
+        "--server",
+        action="store_true",
+        help="also measure through Chroma's own server (`chroma run`) on the same store",
+    )
     args = parser.parse_args()
     cache = args.cache / f"n{args.notes}-p{args.papers}x{args.chunks_per_paper}-r{args.real}"
     if args.build_only:
         print(json.dumps(build(cache, args.notes, args.papers, args.chunks_per_paper, args.real)))
         return
-    out: dict = {"notes": args.notes, "paper_chunks": args.papers * args.chunks_per_paper, "cache": str(cache),
-                 "load_average_before": [round(x, 2) for x in os.getloadavg()]}
+    out: dict = {
+        "notes": args.notes,
+        "paper_chunks": args.papers * args.chunks_per_paper,
+        "cache": str(cache),
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+    }
     marker = cache / "built.json"
     if not marker.is_file():
         shutil.rmtree(cache, ignore_errors=True)
         cache.mkdir(parents=True)
-        child = subprocess.run([sys.executable, __file__, "--build-only", "--notes", str(args.notes),
-                                "--papers", str(args.papers), "--chunks-per-paper", str(args.chunks_per_paper),
-                                "--real", str(args.real), "--cache", str(args.cache)],
-                               check=True, capture_output=True, text=True)
+        child = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--build-only",
+                "--notes",
+                str(args.notes),
+                "--papers",
+                str(args.papers),
+                "--chunks-per-paper",
+                str(args.chunks_per_paper),
+                "--real",
+                str(args.real),
+                "--cache",
+                str(args.cache),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         marker.write_text(child.stdout.strip().splitlines()[-1])
     out["build"] = json.loads(marker.read_text())
     out.update(measure(cache, args.queries, args.embed_threads))

@@ -53,8 +53,10 @@ def score(index: HybridIndex, questions: list[dict], vectors: Mapping[str, Any])
         row = (recall_at_k(ranking, relevant, 5), recall_at_k(ranking, relevant, 10), mrr_at_k(ranking, relevant, 10))
         for group in ("all", q.get("kind") or "keyword"):
             rows.setdefault(group, []).append(row)
-    return {group: tuple(round(sum(r[i] for r in got) / len(got), 3) for i in range(3)) + (len(got),)
-            for group, got in rows.items()}
+    return {
+        group: tuple(round(sum(r[i] for r in got) / len(got), 3) for i in range(3)) + (len(got),)
+        for group, got in rows.items()
+    }
 
 
 def settings(args: argparse.Namespace) -> Iterable[tuple[str, dict[str, Any]]]:
@@ -78,7 +80,7 @@ def main() -> None:
     parser.add_argument("--data-dir", required=True, help="a data directory synced with the demo library")
     parser.add_argument("--split", default="dev")
     parser.add_argument("--grid", action="store_true", help="a small grid instead of one setting at a time")
-    parser.add_argument("--setting", help='one JSON object of search settings, e.g. \'{"note_lane": 0.5}\'')
+    parser.add_argument("--setting", help="one JSON object of search settings, e.g. '{\"note_lane\": 0.5}'")
     args = parser.parse_args()
     wb = Workbench(args.data_dir, auto_sync=False)
     questions = load_note_questions(split=args.split)

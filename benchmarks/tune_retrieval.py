@@ -58,8 +58,9 @@ def main() -> None:
             lexical = lexical_rankings(index, dataset.queries, stop)
             show(f"lexical title_weight={weight} stopwords_dropped={stop}", lexical)
             for k in (10, 20, 30, 60, 100):
-                fused = {q: [d for d, _ in rrf({"lexical": lexical[q], "dense": dense[q]}, k)][:100]
-                         for q in dataset.queries}
+                fused = {
+                    q: [d for d, _ in rrf({"lexical": lexical[q], "dense": dense[q]}, k)][:100] for q in dataset.queries
+                }
                 score = show(f"  rrf k={k}", fused)
                 if score > best[0]:
                     best = (score, (weight, stop, k))
