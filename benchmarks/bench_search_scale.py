@@ -93,8 +93,8 @@ def zotero_key(prefix: str, number: int) -> str:
 
 def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> dict:
     from zocrates_nb.index import fts
-    from zocrates_nb.index.embed import MiniLMEmbedder
     from zocrates_nb.index.consistency import _metadata
+    from zocrates_nb.index.embed import MiniLMEmbedder
     from zocrates_nb.index.hybrid import HybridIndex
     from zocrates_nb.paths import DataPaths
 

@@ -24,9 +24,15 @@ import pytest
 from tests.fakes.loopback import free_port
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 
 
 def chromium_or_skip() -> str:
@@ -62,15 +68,17 @@ class JupyterLab:
         return f"{self.base}/{path.lstrip('/')}{sep}token={self.token}"
 
     def api(self, path: str) -> dict:
-        request = urllib.request.Request(f"{self.base}/{path.lstrip('/')}",
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.base}/{path.lstrip('/')}", headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read().decode("utf-8"))
 
     def request(self, method: str, path: str) -> int:
         """An authenticated REST call without a body; returns the HTTP status."""
-        request = urllib.request.Request(f"{self.base}/{path.lstrip('/')}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.base}/{path.lstrip('/')}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status
 
@@ -94,32 +102,45 @@ def start_jupyterlab(work_dir: Path, data_dir: Path, *, timeout_s: float = 120) 
     # Enable the REST extension whether or not the package is pip-installed (the installed
     # jupyter_server_config.d file does the same for users).
     (config_dir / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": {"zocrates_nb": True}}}))
+        json.dumps({"ServerApp": {"jpserver_extensions": {"zocrates_nb": True}}})
+    )
     # No "news" / update toasts over the widgets in screenshots.
     settings_dir = work_dir.parent / "lab-user-settings"
     notification = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True, exist_ok=True)
     notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
     env = dict(os.environ)
-    env.update({
-        "ZOCRATES_HOME": str(data_dir),
-        "JUPYTER_CONFIG_DIR": str(config_dir),
-        "JUPYTERLAB_SETTINGS_DIR": str(settings_dir),
-        "JUPYTERLAB_WORKSPACES_DIR": str(work_dir.parent / "lab-workspaces"),
-        "JUPYTER_RUNTIME_DIR": str(work_dir.parent / "jupyter-runtime"),
-        "IPYTHONDIR": str(work_dir.parent / "ipython"),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])),
-        "HF_HUB_OFFLINE": "1",
-        "ANONYMIZED_TELEMETRY": "False",
-    })
+    env.update(
+        {
+            "ZOCRATES_HOME": str(data_dir),
+            "JUPYTER_CONFIG_DIR": str(config_dir),
+            "JUPYTERLAB_SETTINGS_DIR": str(settings_dir),
+            "JUPYTERLAB_WORKSPACES_DIR": str(work_dir.parent / "lab-workspaces"),
+            "JUPYTER_RUNTIME_DIR": str(work_dir.parent / "jupyter-runtime"),
+            "IPYTHONDIR": str(work_dir.parent / "ipython"),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])),
+            "HF_HUB_OFFLINE": "1",
+            "ANONYMIZED_TELEMETRY": "False",
+        }
+    )
     env.pop("OPENAI_API_KEY", None)
     log_path = work_dir.parent / "jupyterlab.log"
     log = open(log_path, "wb")
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
-           f"--ServerApp.token={token}", "--ServerApp.ip=127.0.0.1", "--allow-root",
-           f"--ServerApp.root_dir={work_dir}", "--LabApp.news_url=",
-           "--LabServerApp.notebook_starts_kernel=True",
-           "--ServerApp.open_browser=False"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        f"--port={port}",
+        f"--ServerApp.token={token}",
+        "--ServerApp.ip=127.0.0.1",
+        "--allow-root",
+        f"--ServerApp.root_dir={work_dir}",
+        "--LabApp.news_url=",
+        "--LabServerApp.notebook_starts_kernel=True",
+        "--ServerApp.open_browser=False",
+    ]
     proc = subprocess.Popen(cmd, cwd=work_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
     lab = JupyterLab(port, token, work_dir, data_dir, proc, log_path, env)
     deadline = time.monotonic() + timeout_s
@@ -152,9 +173,10 @@ def launch_chromium(playwright, executable: str):
 
 # ---------------------------------------------------------------- page helpers
 
+
 def open_notebook(page, lab: JupyterLab, name: str, *, timeout_ms: int = 120_000) -> None:
     """Open a notebook and wait until its kernel is idle."""
-    page.goto(lab.url(f"lab/tree/{name}?reset"))        # ?reset: no tabs restored from an earlier test
+    page.goto(lab.url(f"lab/tree/{name}?reset"))  # ?reset: no tabs restored from an earlier test
     page.wait_for_selector(".jp-Notebook", timeout=timeout_ms)
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]:visible', timeout=timeout_ms)
 
@@ -175,10 +197,12 @@ def run_all_cells(page, *, attempts: int = 3) -> None:
         try:
             page.wait_for_function(
                 r"""() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
-                        .some(p => /\[(\*|\d+)\]/.test(p.textContent))""", timeout=20_000)
+                        .some(p => /\[(\*|\d+)\]/.test(p.textContent))""",
+                timeout=20_000,
+            )
             return
         except PlaywrightTimeout:
-            page.keyboard.press("Escape")   # close a menu left open
+            page.keyboard.press("Escape")  # close a menu left open
     raise AssertionError(f"Run All Cells did not start the notebook after {attempts} attempts")
 
 
@@ -191,7 +215,9 @@ def wait_kernel_idle(page, *, timeout_ms: int = 300_000) -> None:
             const pending = [...document.querySelectorAll('.jp-InputPrompt')]
                 .some(p => p.textContent.includes('[*]'));
             return el && el.getAttribute('data-status') === 'idle' && !pending;
-        }""", timeout=timeout_ms)
+        }""",
+        timeout=timeout_ms,
+    )
 
 
 def add_and_run_cell(page, code: str) -> None:

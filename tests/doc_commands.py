@@ -55,7 +55,7 @@ def _strip_prompt(line: str) -> str | None:
     match = re.match(r"^(?:\S*/)?" + re.escape(PROGRAM) + r"(\s|$)", text)
     if not match:
         return None
-    return PROGRAM + text[match.end() - len(match.group(1)):]
+    return PROGRAM + text[match.end() - len(match.group(1)) :]
 
 
 def strip_comment(command: str) -> str:

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from zocrates_nb.cli import main
 
-QUERIES = ("cell type deconvolution of Visium spots", "batch integration of single-cell data",
-           "platypus burrow ledger")
+QUERIES = ("cell type deconvolution of Visium spots", "batch integration of single-cell data", "platypus burrow ledger")
 HINT_COMMAND = re.compile(r"`zocrates-nb ([^`]*)`")
 TEST_KEY = "sk-fault-test-0123456789"
 
@@ -50,11 +49,12 @@ def cli(home: Path, *argv: str, stdin: str | None = None) -> tuple[int, str, str
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(["--data-dir", str(home), *argv])
-    except SystemExit as exc:                    # argparse usage errors
+    except SystemExit as exc:  # argparse usage errors
         code = int(exc.code or 0)
     except BaseException as exc:  # noqa: BLE001 - exactly what the suite hunts for
-        raise Traceback(f"`zocrates-nb {' '.join(argv)}` raised:\n"
-                        + "".join(traceback.format_exception(exc))) from None
+        raise Traceback(
+            f"`zocrates-nb {' '.join(argv)}` raised:\n" + "".join(traceback.format_exception(exc))
+        ) from None
     finally:
         sys.stdin = old_stdin
     if "Traceback (most recent call last)" in err.getvalue():
@@ -119,14 +119,21 @@ def state(home: Path) -> dict:
     try:
         library_notes = sorted(n.key for n in wb.source.snapshot().notes)
         notes = {key: wb.read_document(key) for key in wb.corpus.keys("note")}
-        searches = {f"{mode}:{q}": [h.key for h in wb.index.search(q, k=8, mode=mode)]
-                    for q in QUERIES for mode in ("lexical", "dense", "hybrid")}
+        searches = {
+            f"{mode}:{q}": [h.key for h in wb.index.search(q, k=8, mode=mode)]
+            for q in QUERIES
+            for mode in ("lexical", "dense", "hybrid")
+        }
         vectors = wb.index.vectors.count()
         chunks = wb.index.stats()["chunks"]
     finally:
         wb.close()
-    return {"library_notes": library_notes, "notes": notes, "searches": searches,
-            "vectors_equal_chunks": vectors == chunks}
+    return {
+        "library_notes": library_notes,
+        "notes": notes,
+        "searches": searches,
+        "vectors_equal_chunks": vectors == chunks,
+    }
 
 
 def copy_library(src_home: Path, dst: Path) -> None:
@@ -165,5 +172,5 @@ def damage(path: Path, how: str, rng: random.Random) -> None:
     elif how == "middle":
         page = 4096 if len(data) > 3 * 4096 else max(1, len(data) // 4)
         start = (len(data) // 2 // page) * page
-        data[start:start + page] = rng.randbytes(page)
+        data[start : start + page] = rng.randbytes(page)
     path.write_bytes(bytes(data))

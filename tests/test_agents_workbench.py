@@ -16,7 +16,7 @@ def _events(workbench, kind: str) -> list[dict]:
 
 
 def test_evidence_only_on_the_demo_library(demo_workbench):
-    assert not demo_workbench.config.llm().configured      # the default: no model configured
+    assert not demo_workbench.config.llm().configured  # the default: no model configured
     answer = demo_workbench.ask(QUESTION)
     assert answer.mode == "evidence-only" and "no language model configured" in answer.text
     assert NOTE_KEY in answer.read_keys and f"“{NOTE_TITLE}”" in answer.text
@@ -31,7 +31,7 @@ def test_llm_turn_on_the_demo_library_cites_a_note_by_title(demo_workbench, monk
         demo_workbench.config.set_llm(**scripted_llm_settings(server.base_url))
         answer = demo_workbench.ask(QUESTION)
         roles = [role_of(b) for b in server.bodies()]
-        demo_workbench.config.clear_llm()                 # the next turn reads the config again
+        demo_workbench.config.clear_llm()  # the next turn reads the config again
         after = demo_workbench.ask(QUESTION)
         assert len(server.requests) == len(roles)
     # the Workbench wires an online client, so the coordinator model routes the question first
@@ -41,8 +41,11 @@ def test_llm_turn_on_the_demo_library_cites_a_note_by_title(demo_workbench, monk
     assert_key_free(answer.text, demo_workbench)
     assert any(c.title == NOTE_TITLE and c.kind == "note" for c in answer.citations)
     assert answer.read_keys == [NOTE_KEY]
-    assert {e["role"] for e in _events(demo_workbench, "llm")} == {"coordinator", "library_search",
-                                                                    "library_synthesizer"}
+    assert {e["role"] for e in _events(demo_workbench, "llm")} == {
+        "coordinator",
+        "library_search",
+        "library_synthesizer",
+    }
     assert "sk-from-the-environment-0123" not in demo_workbench.events.path.read_text()
     assert after.mode == "evidence-only"
 

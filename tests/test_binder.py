@@ -25,8 +25,7 @@ COPY = ("pyproject.toml", "README.md", "zocrates_nb", "jupyter-config", "binder"
 
 
 def run(cmd: list, *, env: dict, cwd: Path, timeout: int) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 
@@ -43,12 +42,23 @@ def test_binder_environment_builds_and_runs_the_quickstart(tmp_path, data_dir):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "OPENAI_API_KEY")}
-    env.update({"PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", "VIRTUAL_ENV": str(venv),
-                "ZOCRATES_HOME": str(data_dir), "ZOCRATES_MODEL_DIR": str(tmp_path / "models"),
-                "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    env.update(
+        {
+            "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+            "VIRTUAL_ENV": str(venv),
+            "ZOCRATES_HOME": str(data_dir),
+            "ZOCRATES_MODEL_DIR": str(tmp_path / "models"),
+            "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        }
+    )
 
-    run([venv / "bin" / "python", "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"],
-        env=env, cwd=repo, timeout=2400)
+    run(
+        [venv / "bin" / "python", "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"],
+        env=env,
+        cwd=repo,
+        timeout=2400,
+    )
     run(["bash", "binder/postBuild"], env=env, cwd=repo, timeout=1800)
 
     # postBuild built the model, installed the package into the venv and prebuilt the demo index
@@ -60,8 +70,22 @@ def test_binder_environment_builds_and_runs_the_quickstart(tmp_path, data_dir):
 
     # the quickstart runs in that environment (its own kernel, from the venv)
     out = tmp_path / "executed.ipynb"
-    run(["jupyter", "nbconvert", "--to", "notebook", "--execute", "--ExecutePreprocessor.timeout=900",
-         "--output", out, repo / "notebooks" / "01-quickstart.ipynb"], env=env, cwd=tmp_path, timeout=1200)
+    run(
+        [
+            "jupyter",
+            "nbconvert",
+            "--to",
+            "notebook",
+            "--execute",
+            "--ExecutePreprocessor.timeout=900",
+            "--output",
+            out,
+            repo / "notebooks" / "01-quickstart.ipynb",
+        ],
+        env=env,
+        cwd=tmp_path,
+        timeout=1200,
+    )
     nb = nbformat.read(out, as_version=4)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.get("output_type") == "error"]

@@ -51,7 +51,7 @@ def browser(chromium_path):
 def page(browser, lab, artifacts_dir, request):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     yield page
-    page.screenshot(path=str(artifacts_dir / f"{request.node.name}-last.png"))   # what it looked like at the end
+    page.screenshot(path=str(artifacts_dir / f"{request.node.name}-last.png"))  # what it looked like at the end
     page.close()
     lab.shutdown_kernels()
 
@@ -75,18 +75,19 @@ def test_profile_editor_placeholder_limit_and_save(page, lab, artifacts_dir):
     assert shown["opacity"] == "1" and shown["color"] not in ("transparent", "rgba(0, 0, 0, 0)")
     page.screenshot(path=str(artifacts_dir / "profile-placeholder.png"))
 
-    area.click()                                         # focus: the sample vanishes at once
+    area.click()  # focus: the sample vanishes at once
     hidden = placeholder_style(page)
     assert hidden["opacity"] == "0" and hidden["color"] in ("transparent", "rgba(0, 0, 0, 0)")
-    page.click(".zc-profile-title")                      # blur while empty: it returns
+    page.click(".zc-profile-title")  # blur while empty: it returns
     assert placeholder_style(page)["opacity"] == "1"
 
     area.click()
     area.fill("x" * 995)
-    page.keyboard.type("abcdefghij")                     # real key presses: only five fit
+    page.keyboard.type("abcdefghij")  # real key presses: only five fit
     assert len(area.input_value()) == 1000 and area.input_value().endswith("abcde")
-    page.wait_for_function("() => document.querySelector('.zc-profile-counter').textContent"
-                           ".startsWith('1000 / 1000 characters')")
+    page.wait_for_function(
+        "() => document.querySelector('.zc-profile-counter').textContent.startsWith('1000 / 1000 characters')"
+    )
     page.click(".zc-profile-save")
     page.wait_for_selector(".zc-profile-status.zc-profile-ok", timeout=30_000)
     page.screenshot(path=str(artifacts_dir / "profile-saved.png"))
@@ -103,7 +104,7 @@ def test_quickstart_chat_save_as_note_and_find_it(page, lab, artifacts_dir):
     page.wait_for_selector(".zc-chat .zc-chat-input input", timeout=600_000)
     bs.wait_kernel_idle(page)
     assert page.locator(".jp-OutputArea-output:has-text('Traceback')").count() == 0
-    assert page.locator(".zc-answer").count() >= 1          # the notebook's own answer rendered
+    assert page.locator(".zc-answer").count() >= 1  # the notebook's own answer rendered
     page.locator(".zc-chat").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "quickstart-chat.png"), full_page=False)
 
@@ -112,14 +113,14 @@ def test_quickstart_chat_save_as_note_and_find_it(page, lab, artifacts_dir):
     page.click(".zc-chat .zc-chat-send")
     bubble = page.wait_for_selector(".zc-chat .zc-bubble-assistant details.zc-sources", timeout=120_000)
     assert page.locator(".zc-chat .zc-bubble-user").first.inner_text().strip() == QUESTION
-    bubble.click()                                           # open the sources
+    bubble.click()  # open the sources
     assert page.locator(".zc-chat .zc-bubble-assistant .zc-source").count() >= 1
     page.locator(".zc-chat .zc-bubble-assistant").last.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "quickstart-answer.png"))
 
     option = page.locator(".zc-chat .zc-save-collection select option").nth(1).inner_text()
     page.select_option(".zc-chat .zc-save-collection select", label=option)
-    collection = option.replace("\xa0", " ")              # ipywidgets shows spaces as no-break spaces
+    collection = option.replace("\xa0", " ")  # ipywidgets shows spaces as no-break spaces
     page.locator(".zc-chat .zc-save-note").last.click()
     status = page.wait_for_selector(".zc-chat .zc-bubble-assistant .zc-saved-line .zc-saved", timeout=60_000)
     assert f"Saved to collection ‘{collection}’ as ‘{QUESTION}’" in status.inner_text()
@@ -129,7 +130,10 @@ def test_quickstart_chat_save_as_note_and_find_it(page, lab, artifacts_dir):
     # the notebook's own searches ran before this save, so only the new cell's results can hold it
     page.wait_for_function(
         """(title) => [...document.querySelectorAll('.jp-OutputArea-output .zocrates-search')]
-               .some(o => o.textContent.includes(title))""", arg=QUESTION, timeout=120_000)
+               .some(o => o.textContent.includes(title))""",
+        arg=QUESTION,
+        timeout=120_000,
+    )
     page.locator(".zocrates-search").last.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "quickstart-search.png"))
 
@@ -145,11 +149,13 @@ def test_chat_saves_a_child_note_on_a_paper_found_by_typing(page, lab, artifacts
     page.click(".zc-chat .zc-chat-send")
     page.wait_for_selector(".zc-chat .zc-bubble-assistant details.zc-sources", timeout=120_000)
     page.click(".zc-chat .zc-save-paper-search input")
-    page.keyboard.type("seqFISH+")                       # part of one demo paper's title
+    page.keyboard.type("seqFISH+")  # part of one demo paper's title
     page.wait_for_function(
         """() => { const s = document.querySelector('.zc-chat .zc-save-parent select');
                    return s && [...s.options].some(o => o.textContent.includes('seqFISH+'))
-                          && s.options.length <= 22; }""", timeout=60_000)
+                          && s.options.length <= 22; }""",
+        timeout=60_000,
+    )
     label = page.locator(".zc-chat .zc-save-parent select option", has_text="seqFISH+").first.inner_text()
     page.select_option(".zc-chat .zc-save-parent select", label=label)
     page.locator(".zc-chat .zc-save-note").last.click()

@@ -30,9 +30,12 @@ def chroma_server(tmp_path):
         pytest.skip("the `chroma` command (chromadb's CLI) is not installed")
     port = free_port()
     log = open(tmp_path / "chroma.log", "w")
-    proc = subprocess.Popen([str(chroma), "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, ANONYMIZED_TELEMETRY="False"))
+    proc = subprocess.Popen(
+        [str(chroma), "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, ANONYMIZED_TELEMETRY="False"),
+    )
     deadline = time.monotonic() + 90
     while True:
         try:
@@ -61,10 +64,18 @@ def test_http_mode_round_trip_against_a_real_chroma_server(chroma_server, data_d
     paths = DataPaths(data_dir).ensure()
     store = VectorStore(paths, config, model_id="test-model", dim=DIM)
     ids = ["N1#0", "N1#1", "P1#0", "P2#0"]
-    metas = [chunk_metadata(key=i.split("#")[0], kind="note" if i.startswith("N") else "paper",
-                            item_type="note" if i.startswith("N") else "journalArticle", title=i,
-                            chunk_index=int(i[-1]), parent_key="P1" if i.startswith("N") else "",
-                            collection_keys=["C1"] if i.startswith("P1") else []) for i in ids]
+    metas = [
+        chunk_metadata(
+            key=i.split("#")[0],
+            kind="note" if i.startswith("N") else "paper",
+            item_type="note" if i.startswith("N") else "journalArticle",
+            title=i,
+            chunk_index=int(i[-1]),
+            parent_key="P1" if i.startswith("N") else "",
+            collection_keys=["C1"] if i.startswith("P1") else [],
+        )
+        for i in ids
+    ]
     store.upsert(ids, np.stack([vec(i) for i in ids]), metas, [f"text {i}" for i in ids])
 
     assert store.count() == 4
@@ -75,15 +86,19 @@ def test_http_mode_round_trip_against_a_real_chroma_server(chroma_server, data_d
 
     store.delete_keys(["N1"])
     assert store.all_ids() == ["P1#0", "P2#0"]
-    assert not paths.chroma.exists()                 # server mode keeps nothing in the data directory
+    assert not paths.chroma.exists()  # server mode keeps nothing in the data directory
 
     other = VectorStore(paths, config, model_id="another-model", dim=DIM)
     with pytest.raises(IndexCorruptError, match="test-model"):
         other.query(vec("P1#0"), 1)
     other.reset()
     assert other.count() == 0
-    other.upsert(["X#0"], vec("X#0")[None, :], [chunk_metadata(key="X", kind="note", item_type="note",
-                                                               title="", chunk_index=0)], ["x"])
+    other.upsert(
+        ["X#0"],
+        vec("X#0")[None, :],
+        [chunk_metadata(key="X", kind="note", item_type="note", title="", chunk_index=0)],
+        ["x"],
+    )
     assert other.query(vec("X#0"), 1)[0][0] == "X#0"
     other.close()
     store.close()

@@ -9,12 +9,46 @@ import pytest
 from zocrates_nb.agents.clean import StreamCleaner, _clean_user_facing_synthesis, contains_corpus_key
 from zocrates_nb.library.base import KEY_ALPHABET
 
-WORDS = ("cells", "atlas", "spatial", "transcriptomics", "we", "found", "that", "the", "signal", "is",
-         "robust", "across", "samples", "a", "key", "finding", "monkey", "keys", "is", "clear")
+WORDS = (
+    "cells",
+    "atlas",
+    "spatial",
+    "transcriptomics",
+    "we",
+    "found",
+    "that",
+    "the",
+    "signal",
+    "is",
+    "robust",
+    "across",
+    "samples",
+    "a",
+    "key",
+    "finding",
+    "monkey",
+    "keys",
+    "is",
+    "clear",
+)
 # Upper-case tokens that are NOT corpus keys and must survive byte for byte.
-DECOYS = ("SCRNASEQ2", "DEADBEEF", "GAPDH", "HTTP", "CRISPR", "ABCDEFGHJ", "key DEADBEEF",
-          "`np.mean`", "[1]", "(n = 12)", "[docs](https://example.org/ABCD2345)", "$\\alpha_i$",
-          "**bold**", "(see above)", "[Note Key: DEADBEEF]")
+DECOYS = (
+    "SCRNASEQ2",
+    "DEADBEEF",
+    "GAPDH",
+    "HTTP",
+    "CRISPR",
+    "ABCDEFGHJ",
+    "key DEADBEEF",
+    "`np.mean`",
+    "[1]",
+    "(n = 12)",
+    "[docs](https://example.org/ABCD2345)",
+    "$\\alpha_i$",
+    "**bold**",
+    "(see above)",
+    "[Note Key: DEADBEEF]",
+)
 
 
 def make_corpus(rng: random.Random, n: int = 30) -> dict[str, str]:
@@ -101,7 +135,7 @@ def test_streaming_in_random_pieces_matches_whole_text_cleaning():
         pos = 0
         while pos < len(raw):
             step = rng.randint(1, 9)
-            cleaner.feed(raw[pos:pos + step])
+            cleaner.feed(raw[pos : pos + step])
             pos += step
             assert not any(key in "".join(out) for key in key_map)
         cleaner.flush()

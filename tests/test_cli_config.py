@@ -37,8 +37,11 @@ def test_data_dir_before_or_after_the_command(capsys, other_dir, before):
     assert ConfigStore.for_paths(DataPaths(other_dir)).profile() == "placed"
     assert not (Path(os.environ["ZOCRATES_HOME"]) / "zocrates_config.json").exists()
     # and the same for reads, in the middle position too
-    for argv in (["--data-dir", str(other_dir), "status", "--json"], ["status", "--json", "--data-dir", str(other_dir)],
-                 ["profile", "--data-dir", str(other_dir), "show", "--json"]):
+    for argv in (
+        ["--data-dir", str(other_dir), "status", "--json"],
+        ["status", "--json", "--data-dir", str(other_dir)],
+        ["profile", "--data-dir", str(other_dir), "show", "--json"],
+    ):
         code, out, _ = run(capsys, *argv)
         assert code == 0
         doc = json.loads(out)
@@ -106,8 +109,13 @@ def test_llm_round_trip_and_refusals(capsys, data_dir, monkeypatch):
         assert code == 0 and "sk-cli-secret-999" not in out + err
     config = DataPaths(data_dir).config
     before = config.read_bytes()
-    for argv in (["llm", "set", "--base-url", "not-a-url"], ["llm", "set", "--role", "x"],
-                 ["llm", "set", "--api-key-env", "has space"], ["llm", "set", "--timeout-s", "-1"], ["llm", "set"]):
+    for argv in (
+        ["llm", "set", "--base-url", "not-a-url"],
+        ["llm", "set", "--role", "x"],
+        ["llm", "set", "--api-key-env", "has space"],
+        ["llm", "set", "--timeout-s", "-1"],
+        ["llm", "set"],
+    ):
         code, _, err = run(capsys, *argv)
         assert code == 2 and "refused" in err
         assert config.read_bytes() == before
@@ -117,13 +125,20 @@ def test_llm_round_trip_and_refusals(capsys, data_dir, monkeypatch):
 
 def test_api_key_from_stdin_goes_to_the_0600_secrets_file(data_dir):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "zocrates_nb", "llm", "set", "--api-key-stdin"], input="sk-stdin-1\n",
-                          env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "zocrates_nb", "llm", "set", "--api-key-stdin"],
+        input="sk-stdin-1\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "sk-stdin-1" not in proc.stdout + proc.stderr
     secrets = DataPaths(data_dir).secrets
     assert json.loads(secrets.read_text()) == {"api_key": "sk-stdin-1"} and (secrets.stat().st_mode & 0o777) == 0o600
-    status = subprocess.run([sys.executable, "-m", "zocrates_nb", "status", "--json"], env=env, capture_output=True,
-                            text=True, timeout=120)
+    status = subprocess.run(
+        [sys.executable, "-m", "zocrates_nb", "status", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert json.loads(status.stdout)["llm"]["api_key_source"] == "secrets.json" and "sk-stdin-1" not in status.stdout
 
 
@@ -144,17 +159,27 @@ def test_python_dash_m_and_global_option_after_command(tmp_path):
     target = tmp_path / "via-subprocess"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     for argv in (["--data-dir", str(target), "status"], ["status", "--data-dir", str(target)]):
-        proc = subprocess.run([sys.executable, "-m", "zocrates_nb", *argv], env=env, capture_output=True, text=True,
-                              timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "zocrates_nb", *argv], env=env, capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr
         assert f"data directory : {target.resolve()}" in proc.stdout
 
 
 def test_every_subcommand_accepts_data_dir():
     parser = build_parser()
-    for argv in (["status"], ["profile", "show"], ["profile", "clear"], ["profile", "set", "--text", "t"],
-                 ["llm", "show"], ["llm", "clear"], ["llm", "set", "--model", "m"], ["config", "show"],
-                 ["config", "reset"], ["config", "path"]):
+    for argv in (
+        ["status"],
+        ["profile", "show"],
+        ["profile", "clear"],
+        ["profile", "set", "--text", "t"],
+        ["llm", "show"],
+        ["llm", "clear"],
+        ["llm", "set", "--model", "m"],
+        ["config", "show"],
+        ["config", "reset"],
+        ["config", "path"],
+    ):
         assert parser.parse_args([*argv, "--data-dir", "D"]).data_dir == "D"
         assert parser.parse_args(["--data-dir", "D", *argv]).data_dir == "D"
         assert parser.parse_args(argv).data_dir is None
@@ -164,7 +189,7 @@ def test_profile_file_with_a_trailing_newline_counts_only_its_text(tmp_path, cap
     from zocrates_nb.cli import main
 
     profile = tmp_path / "profile.txt"
-    profile.write_text("x" * 1000 + "\n", encoding="utf-8")       # exactly at the limit, plus the editor's newline
+    profile.write_text("x" * 1000 + "\n", encoding="utf-8")  # exactly at the limit, plus the editor's newline
     assert main(["profile", "set", "--file", str(profile), "--data-dir", str(tmp_path / "d")]) == 0
     capsys.readouterr()
     assert main(["profile", "show", "--data-dir", str(tmp_path / "d"), "--json"]) == 0

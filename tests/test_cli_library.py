@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 NOTE_HTML = """<div data-schema-version="9"><h1>Batch effects in Visium pilots</h1>
 <p>Slides from the second run had <strong>lower UMI counts</strong>; <span class="math">$\\log_2$</span> fold change 0.8.</p>
-<h2>Next</h2><ul><li>rerun SCTransform per slide</li><li>check <code>n_latent</code> in scVI</li></ul></div>"""
+<h2>Next</h2><ul><li>rerun SCTransform per slide</li><li>check <code>n_latent</code> in scVI</li></ul></div>"""  # noqa: E501
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -31,17 +31,26 @@ def zotero_sqlite(tmp_path) -> Path:
     path.parent.mkdir()
     with ZoteroDB(path, "9") as db:
         db.add_collection("SPATIAL2", "Spatial")
-        db.add_paper("PAPER222", "Visualization and analysis of gene expression in tissue sections",
-                     creators=[("Patrik", "Ståhl", "author")], date="2016-07-01 2016-07-01")
+        db.add_paper(
+            "PAPER222",
+            "Visualization and analysis of gene expression in tissue sections",
+            creators=[("Patrik", "Ståhl", "author")],
+            date="2016-07-01 2016-07-01",
+        )
         db.add_note("STAND222", NOTE_HTML, collections=["SPATIAL2"])
-        db.add_note("CHILD222", "<p>Spot size 100 µm, pitch 200 µm: about a fifth of the tissue is captured.</p>",
-                    parent="PAPER222")
+        db.add_note(
+            "CHILD222",
+            "<p>Spot size 100 µm, pitch 200 µm: about a fifth of the tissue is captured.</p>",
+            parent="PAPER222",
+        )
     return path
 
 
 def test_sync_zotero_sqlite_json_list_and_data_dir_after_command(capsys, tmp_path, zotero_sqlite):
     data = tmp_path / "data"
-    code, out, _ = run(capsys, "sync", "--zotero-sqlite", str(zotero_sqlite), "--json", "--list", "--data-dir", str(data))
+    code, out, _ = run(
+        capsys, "sync", "--zotero-sqlite", str(zotero_sqlite), "--json", "--list", "--data-dir", str(data)
+    )
     assert code == 0
     payload = json.loads(out)
     assert payload["counts"] == {"new": 3, "changed": 0, "unchanged": 0, "removed": 0, "failed": 0}
@@ -55,14 +64,18 @@ def test_sync_zotero_sqlite_json_list_and_data_dir_after_command(capsys, tmp_pat
     assert code == 0
     assert json.loads(out)["counts"]["unchanged"] == 3
     # and search finds the note, with provenance
-    code, out, _ = run(capsys, "--data-dir", str(data), "search", "lower UMI counts in the second run", "--json", "--k", "3")
+    code, out, _ = run(
+        capsys, "--data-dir", str(data), "search", "lower UMI counts in the second run", "--json", "--k", "3"
+    )
     hits = json.loads(out)["hits"]
     assert hits[0]["key"] == "STAND222" and hits[0]["kind"] == "note"
     assert set(hits[0]["ranks"]) == {"lexical", "dense"}
 
 
 def test_sync_missing_database_is_a_clear_error(capsys, tmp_path):
-    code, _, err = run(capsys, "sync", "--zotero-sqlite", str(tmp_path / "nope.sqlite"), "--data-dir", str(tmp_path / "d"))
+    code, _, err = run(
+        capsys, "sync", "--zotero-sqlite", str(tmp_path / "nope.sqlite"), "--data-dir", str(tmp_path / "d")
+    )
     assert code == 1
     assert "does not exist" in err and "hint" in err
 
@@ -76,7 +89,7 @@ def test_convert_json(capsys, tmp_path):
     manifest = payload["manifest"]
     assert manifest["title"] == "Batch effects in Visium pilots"
     assert manifest["okf_version"] == "0.2" and manifest["content_type"] == "text/note"
-    assert manifest["abstract"] is None and manifest["abstract_source"] is None   # < 100 words
+    assert manifest["abstract"] is None and manifest["abstract_source"] is None  # < 100 words
     assert [t["title"] for t in manifest["toc"]] == ["Batch effects in Visium pilots", "Next"]
     assert len(manifest["source_hash"]) == 64
     assert "$\\log_2$" in payload["markdown"]
@@ -91,7 +104,7 @@ def test_search_ask_eval_on_demo(capsys, demo_home):
     answer = json.loads(out)
     assert answer["mode"] == "evidence-only"
     assert set(answer) >= {"answer", "citations", "evidence", "usage", "mode"}
-    assert "FK7CX7VJ" not in answer["answer"]                 # no internal key reaches the answer
+    assert "FK7CX7VJ" not in answer["answer"]  # no internal key reaches the answer
     code, out, _ = run(capsys, "eval", "--notes", "--json")
     result = json.loads(out)
     assert result["queries"] >= 30 and 0.0 <= result["recall@5"] <= 1.0
@@ -120,8 +133,14 @@ def test_library_use_and_show(capsys, tmp_path, zotero_sqlite):
 
 
 def test_demo_command_runs_headless(demo_home):
-    proc = subprocess.run([sys.executable, "-m", "zocrates_nb", "demo"], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "zocrates_nb", "demo"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr
     for heading in ("== Sync", "== Status", "== User Research Profile section", "== Search", "== Ask"):
         assert heading in proc.stdout

@@ -27,8 +27,12 @@ def _zotero_dir(folder: Path, user_id: int | None = USER_ID) -> Path:
     folder.mkdir(parents=True)
     with ZoteroDB(folder / "zotero.sqlite", "9") as db:
         db.add_collection("COLL4444", "Spatial")
-        db.add_paper(PAPER, "Mapping cell types in Visium spots", creators=[("Ana", "Lee", "author")],
-                     date="2021-01-01 2021-01-01")
+        db.add_paper(
+            PAPER,
+            "Mapping cell types in Visium spots",
+            creators=[("Ana", "Lee", "author")],
+            date="2021-01-01 2021-01-01",
+        )
         db.add_note("NOTE4444", "<p>Cell2location needs a reference.</p>", parent=PAPER)
         db.set_setting("client", "lastVersion", "9.0.4")
         if user_id is not None:
@@ -53,16 +57,18 @@ def api():
 
 # ----------------------------------------------------------------------------- detect
 
+
 def test_detect_finds_prefs_js_and_home_zotero(tmp_path, monkeypatch, capsys):
     home, roots = tmp_path / "home", tmp_path / "profiles"
     custom = _zotero_dir(tmp_path / "elsewhere" / "ZoteroData")
     _zotero_dir(home / "Zotero", user_id=None)
     (roots / "abcd.default").mkdir(parents=True)
     (roots / "abcd.default" / "prefs.js").write_text(
-        f'user_pref("extensions.zotero.dataDir", "{custom}");\nuser_pref("extensions.zotero.useDataDir", true);\n')
+        f'user_pref("extensions.zotero.dataDir", "{custom}");\nuser_pref("extensions.zotero.useDataDir", true);\n'
+    )
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("ZOCRATES_ZOTERO_PROFILE_ROOTS", str(roots))
-    monkeypatch.setenv("ZOCRATES_ZOTERO_LOCAL_PORT", "9")      # nothing listens: not running, never hangs
+    monkeypatch.setenv("ZOCRATES_ZOTERO_LOCAL_PORT", "9")  # nothing listens: not running, never hangs
     code, out, _ = run(capsys, "library", "detect", "--json", "--data-dir", str(tmp_path / "d"))
     found = json.loads(out)
     assert code == 0 and [Path(f["path"]) for f in found] == [custom, home / "Zotero"]
@@ -94,17 +100,29 @@ def test_offer_line():
 
 # ----------------------------------------------------------------------------- writers
 
+
 def test_writer_web_checks_the_key_and_library_show_reports_it(desktop, api, monkeypatch, capsys):
     monkeypatch.setenv("ZOTERO_API_KEY", KEY)
-    code, out, err = run(capsys, "library", "writer", "web", "--api-key-env", "ZOTERO_API_KEY",
-                         "--base-url", api.base_url, "--data-dir", str(desktop))
+    code, out, err = run(
+        capsys,
+        "library",
+        "writer",
+        "web",
+        "--api-key-env",
+        "ZOTERO_API_KEY",
+        "--base-url",
+        api.base_url,
+        "--data-dir",
+        str(desktop),
+    )
     assert code == 0, err
     code, out, _ = run(capsys, "library", "show", "--json", "--data-dir", str(desktop))
     shown = json.loads(out)
     assert shown["source"] == "zotero-dir" and shown["writer"]["kind"] == "web" and shown["outbox"] == 0
     assert KEY not in out
-    code, out, _ = run(capsys, "ask", "Which tool maps cell types?", "--save", "--parent", PAPER, "--json",
-                       "--data-dir", str(desktop))
+    code, out, _ = run(
+        capsys, "ask", "Which tool maps cell types?", "--save", "--parent", PAPER, "--json", "--data-dir", str(desktop)
+    )
     saved = json.loads(out)["saved"]
     assert code == 0 and saved["where"] == "zotero-web" and saved["parent_key"] == PAPER and saved["reason"] is None
     assert api.items[saved["key"]]["parentItem"] == PAPER
@@ -116,32 +134,46 @@ def test_writer_web_refuses_a_key_of_another_account(desktop, api, monkeypatch, 
     api.key_user_id = 999
     api.library_id = 999
     monkeypatch.setenv("ZOTERO_API_KEY", KEY)
-    code, _, err = run(capsys, "library", "writer", "web", "--api-key-env", "ZOTERO_API_KEY",
-                       "--base-url", api.base_url, "--data-dir", str(desktop))
+    code, _, err = run(
+        capsys,
+        "library",
+        "writer",
+        "web",
+        "--api-key-env",
+        "ZOTERO_API_KEY",
+        "--base-url",
+        api.base_url,
+        "--data-dir",
+        str(desktop),
+    )
     assert code == 1 and "another library" in err and "Traceback" not in err
 
 
 def test_writer_local_keeps_the_key_0600(desktop, monkeypatch, capsys):
     with FakeZoteroAPI(library_id=0, api_key="local-key", local=True, server_id="srv-9") as local:
         local.add_item({"key": PAPER, "itemType": "journalArticle", "title": "Mapping cell types"})
-        code, out, err = run(capsys, "library", "writer", "local", "--base-url", local.base_url,
-                             "--data-dir", str(desktop))
+        code, out, err = run(
+            capsys, "library", "writer", "local", "--base-url", local.base_url, "--data-dir", str(desktop)
+        )
         assert code == 0, err
         key_file = desktop / "zotero_local_key.json"
         assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
         assert "local-key" not in (desktop / "zocrates_config.json").read_text()
         code, out, _ = run(capsys, "library", "show", "--json", "--data-dir", str(desktop))
         assert json.loads(out)["writer"]["kind"] == "local" and "local-key" not in out
-        code, out, _ = run(capsys, "ask", "cell types", "--save", "--parent", PAPER, "--json",
-                           "--data-dir", str(desktop))
+        code, out, _ = run(
+            capsys, "ask", "cell types", "--save", "--parent", PAPER, "--json", "--data-dir", str(desktop)
+        )
         assert json.loads(out)["saved"]["where"] == "zotero-local"
 
 
 # ----------------------------------------------------------------------------- outbox
 
+
 def test_outbox_list_push_export(desktop, api, monkeypatch, capsys, tmp_path):
-    code, out, _ = run(capsys, "ask", "Which tool maps cell types?", "--save", "--parent", PAPER, "--json",
-                       "--data-dir", str(desktop))
+    code, out, _ = run(
+        capsys, "ask", "Which tool maps cell types?", "--save", "--parent", PAPER, "--json", "--data-dir", str(desktop)
+    )
     saved = json.loads(out)["saved"]
     assert saved["where"] == "outbox" and "writer" in saved["reason"]
     code, out, _ = run(capsys, "outbox", "list", "--data-dir", str(desktop))
@@ -198,8 +230,9 @@ def test_writer_web_maps_a_desktop_group_library_to_its_group_id(tmp_path, capsy
     with FakeZoteroAPI(library_id=777, library_type="group", api_key=KEY) as group_api:
         group_api.key_access = {"user": {"library": True}, "groups": {"777": {"library": True, "write": True}}}
         monkeypatch.setenv("ZOTERO_API_KEY", KEY)
-        code, _, err = run(capsys, "library", "writer", "web", "--base-url", group_api.base_url,
-                           "--data-dir", str(data))
+        code, _, err = run(
+            capsys, "library", "writer", "web", "--base-url", group_api.base_url, "--data-dir", str(data)
+        )
         assert code == 0, err
         writer = ConfigStore(data / "zocrates_config.json").read()["writer"]
         assert (writer["library_type"], writer["library_id"]) == ("group", "777")

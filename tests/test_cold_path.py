@@ -29,24 +29,40 @@ def embedder():
 
 def _imported_after(code: str) -> list[str]:
     """The heavy top-level packages a fresh interpreter has imported after running ``code``."""
-    probe = code + f"\nimport json, sys\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))"
+    probe = (
+        code
+        + f"\nimport json, sys\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("module", ["zocrates_nb", "zocrates_nb.cli", "zocrates_nb.cli.library",
-                                    "zocrates_nb.workbench", "zocrates_nb.tools", "zocrates_nb.index.hybrid",
-                                    "zocrates_nb.corpus.sync", "zocrates_nb.status",
-                                    "zocrates_nb.engine", "zocrates_nb.cli.engine"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "zocrates_nb",
+        "zocrates_nb.cli",
+        "zocrates_nb.cli.library",
+        "zocrates_nb.workbench",
+        "zocrates_nb.tools",
+        "zocrates_nb.index.hybrid",
+        "zocrates_nb.corpus.sync",
+        "zocrates_nb.status",
+        "zocrates_nb.engine",
+        "zocrates_nb.cli.engine",
+    ],
+)
 def test_importing_the_entry_points_loads_no_heavy_library(module):
     assert _imported_after(f"import {module}") == []
 
 
 def test_cli_parser_and_status_load_no_heavy_library(data_dir):
-    code = ("from zocrates_nb.cli import build_parser, main\n"
-            "build_parser()\n"
-            f"main(['--data-dir', {str(data_dir)!r}, 'status', '--json'])\n")
+    code = (
+        "from zocrates_nb.cli import build_parser, main\n"
+        "build_parser()\n"
+        f"main(['--data-dir', {str(data_dir)!r}, 'status', '--json'])\n"
+    )
     assert _imported_after(code) == []
 
 
@@ -79,7 +95,7 @@ def gated_index(data_dir, embedder):
 def test_a_search_before_the_model_is_loaded_is_lexical_with_a_notice(gated_index):
     index, gated = gated_index
     warmup = index.start_warmup()
-    assert index.start_warmup() is warmup                        # one load per index
+    assert index.start_warmup() is warmup  # one load per index
     hits, notices = index.search_with_notices("deconvolve Visium spots")
     assert not warmup.ready
     assert hits and hits[0].key == "NOTE2222"
@@ -139,7 +155,8 @@ def test_open_workbench_returns_before_the_dense_side_and_says_so(demo_home):
         "print(json.dumps({'notice': r.notice, 'n': len(r.hits), 'dense_first': [h.ranks['dense'] for h in r.hits],\n"
         "                  'again_notice': again.notice, 'dense_again': [h.ranks['dense'] for h in again.hits],\n"
         "                  'opened_with_chroma': opened_with_chroma, 'ready_before': ready_before}))\n"
-        "wb.close()\n")
+        "wb.close()\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -154,8 +171,8 @@ def test_python_and_cli_search_honour_k_beyond_the_agents_cap(demo_workbench, de
     from zocrates_nb.cli import main
 
     results = demo_workbench.search("cell", k=100)
-    assert len(results.hits) > 50 and not results.notice         # the demo has 89 documents
-    assert "capped at 50" in demo_workbench.tools.search_corpus("cell", k=100).notice   # the agents' tool
+    assert len(results.hits) > 50 and not results.notice  # the demo has 89 documents
+    assert "capped at 50" in demo_workbench.tools.search_corpus("cell", k=100).notice  # the agents' tool
     assert main(["--data-dir", str(demo_home), "search", "cell", "--k", "100", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["hits"]) == len(results.hits)
 
@@ -179,11 +196,12 @@ def test_a_first_open_commits_lexical_first_and_embeds_behind_it(tmp_path):
         "                  'error': repr(wb.index._warmup.error), 'vectors': wb.index.vectors.count(),\n"
         "                  'after': read_progress(wb.paths.root), 'again': again.notice,\n"
         "                  'dense': [h.ranks['dense'] for h in again.hits]}))\n"
-        "wb.close()\n")
+        "wb.close()\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["chunks"] > 100 and out["progress"] is not None        # lexical complete, vectors owed
+    assert out["chunks"] > 100 and out["progress"] is not None  # lexical complete, vectors owed
     assert out["first"] and "lexical results only" in out["first"]
     assert out["error"] == "None" and out["vectors"] == out["chunks"] and out["after"] is None
     assert not out["again"] and any(rank is not None for rank in out["dense"])

@@ -29,11 +29,18 @@ def store(data_dir) -> ConfigStore:
 
 def _python(code: str, *args: str, **kw) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 # ----------------------------------------------------------------------------- basics and validation
+
 
 def test_missing_file_reads_as_defaults_and_is_not_created(store):
     assert store.read() == DEFAULT_CONFIG
@@ -55,7 +62,9 @@ def test_round_trip_and_unknown_top_level_keys_preserved(store):
 def test_llm_settings(store):
     store.set_llm(base_url="http://127.0.0.1:1/v1", model="small", models={"coordinator": "big"})
     settings = store.llm()
-    assert settings.configured and settings.model_for("coordinator") == "big" and settings.model_for("reader") == "small"
+    assert (
+        settings.configured and settings.model_for("coordinator") == "big" and settings.model_for("reader") == "small"
+    )
     store.set_llm(model="other")  # other fields stay
     assert store.llm().base_url == "http://127.0.0.1:1/v1" and store.llm().model == "other"
     store.clear_llm()
@@ -82,29 +91,32 @@ def test_profile_too_long_names_limit_and_length_and_leaves_file(store):
     store.set_profile("x" * 10)  # exactly the limit is fine
 
 
-@pytest.mark.parametrize(("patch", "match"), [
-    ({"max_research_profile_chars": 0}, "1..1000"),
-    ({"max_research_profile_chars": 1001}, "1..1000"),
-    ({"max_research_profile_chars": "500"}, "1..1000"),
-    ({"max_research_profile_chars": True}, "1..1000"),
-    ({"user_research_profile": 42}, "must be a string"),
-    ({"user_research_profile": None}, "must be a string"),
-    ({"llm": {"base_url": 5}}, "base_url must be a string"),
-    ({"llm": {"base_url": "ftp://example.org"}}, "http"),
-    ({"llm": {"model": ["a"]}}, "model must be a string"),
-    ({"llm": {"models": {"coordinator": 3}}}, "llm.models"),
-    ({"llm": {"api_key_env": "sk-live key"}}, "NAME of an environment variable"),
-    ({"llm": {"timeout_s": 0}}, "timeout_s"),
-    ({"llm": {"max_retries": -1}}, "max_retries"),
-    ({"llm": {"prices": {"m": {"prompt": -1}}}}, "prices"),
-    ({"llm": {"prices": {"m": {"prompt_per_1m": 0.15}}}}, "no other rate names"),   # a typo never prices at 0
-    ({"llm": {"api_key": "sk-secret-value"}}, "Unknown llm field"),
-    ({"llm": "gpt"}, "llm must be an object"),
-    ({"library": {"source": "mendeley"}}, "library.source"),
-    ({"library": {"local": "yes"}}, "library.local"),
-    ({"vectors": {"mode": "cloud"}}, "vectors.mode"),
-    ({"vectors": {"port": 70000}}, "vectors.port"),
-])
+@pytest.mark.parametrize(
+    ("patch", "match"),
+    [
+        ({"max_research_profile_chars": 0}, "1..1000"),
+        ({"max_research_profile_chars": 1001}, "1..1000"),
+        ({"max_research_profile_chars": "500"}, "1..1000"),
+        ({"max_research_profile_chars": True}, "1..1000"),
+        ({"user_research_profile": 42}, "must be a string"),
+        ({"user_research_profile": None}, "must be a string"),
+        ({"llm": {"base_url": 5}}, "base_url must be a string"),
+        ({"llm": {"base_url": "ftp://example.org"}}, "http"),
+        ({"llm": {"model": ["a"]}}, "model must be a string"),
+        ({"llm": {"models": {"coordinator": 3}}}, "llm.models"),
+        ({"llm": {"api_key_env": "sk-live key"}}, "NAME of an environment variable"),
+        ({"llm": {"timeout_s": 0}}, "timeout_s"),
+        ({"llm": {"max_retries": -1}}, "max_retries"),
+        ({"llm": {"prices": {"m": {"prompt": -1}}}}, "prices"),
+        ({"llm": {"prices": {"m": {"prompt_per_1m": 0.15}}}}, "no other rate names"),  # a typo never prices at 0
+        ({"llm": {"api_key": "sk-secret-value"}}, "Unknown llm field"),
+        ({"llm": "gpt"}, "llm must be an object"),
+        ({"library": {"source": "mendeley"}}, "library.source"),
+        ({"library": {"local": "yes"}}, "library.local"),
+        ({"vectors": {"mode": "cloud"}}, "vectors.mode"),
+        ({"vectors": {"port": 70000}}, "vectors.port"),
+    ],
+)
 def test_invalid_values_are_refused_and_file_untouched(store, patch, match):
     store.set_profile("keep me")
     before = store.path.read_bytes()
@@ -135,16 +147,20 @@ def test_atomic_write_leaves_no_temp_files(store):
 
 # ----------------------------------------------------------------------------- caching across processes
 
+
 def test_another_processs_save_is_seen_on_next_read(store):
     store.set_profile("aaaa")
     other = ConfigStore(store.path)
     assert other.profile() == "aaaa"
-    proc = _python("""
+    proc = _python(
+        """
         import sys
         from pathlib import Path
         from zocrates_nb.config import ConfigStore
         ConfigStore(Path(sys.argv[1])).set_profile("bbbb")   # same size: only inode/mtime differ
-    """, str(store.path))
+    """,
+        str(store.path),
+    )
     assert proc.wait(timeout=60) == 0, proc.stderr.read()
     assert other.profile() == "bbbb"
     assert store.profile() == "bbbb"
@@ -268,9 +284,17 @@ def test_sigkill_while_writing_leaves_a_valid_file(store, point):
 
 # ----------------------------------------------------------------------------- corruption
 
-@pytest.mark.parametrize("content", [b'{"user_research_profile": "trunc', b"\xff\xfe not utf8",
-                                     b'{"user_research_profile": 5}', b'["a list"]',
-                                     b'{"llm": {"base_url": "http://x", "apikey": "y"}}'])
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"user_research_profile": "trunc',
+        b"\xff\xfe not utf8",
+        b'{"user_research_profile": 5}',
+        b'["a list"]',
+        b'{"llm": {"base_url": "http://x", "apikey": "y"}}',
+    ],
+)
 def test_corrupted_file_is_a_clear_error_and_kept_aside(store, content):
     store.path.write_bytes(content)
     with pytest.raises(ConfigError) as err:
@@ -292,6 +316,7 @@ def test_corrupted_file_is_a_clear_error_and_kept_aside(store, content):
 
 
 # ----------------------------------------------------------------------------- secrets
+
 
 def test_api_key_from_env_or_secrets_file(data_dir, monkeypatch):
     paths = DataPaths(data_dir)

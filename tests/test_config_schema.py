@@ -26,13 +26,18 @@ def zotero_dir(tmp_path) -> Path:
     folder = tmp_path / "Zotero"
     folder.mkdir()
     with ZoteroDB(folder / "zotero.sqlite", "9") as db:
-        db.add_paper("PAPER333", "Spatially resolved transcriptomics", creators=[("Ana", "Lee", "author")],
-                     date="2020-01-01 2020-01-01")
+        db.add_paper(
+            "PAPER333",
+            "Spatially resolved transcriptomics",
+            creators=[("Ana", "Lee", "author")],
+            date="2020-01-01 2020-01-01",
+        )
         db.add_note("NOTE3333", "<p>Spot deconvolution works best with a matched reference.</p>", parent="PAPER333")
     return folder
 
 
 # ----------------------------------------------------------------------------- one declaration
+
 
 def test_every_source_the_schema_declares_is_opened_by_open_source():
     from zocrates_nb import library
@@ -62,7 +67,8 @@ def test_docs_carry_the_generated_settings_table():
     doc = (REPO / "docs" / "zotero.md").read_text(encoding="utf-8")
     assert schema_markdown() in doc, (
         "docs/zotero.md's settings table differs from config_schema.schema_markdown(); paste its output "
-        "into the docs (python -c 'from zocrates_nb.config_schema import schema_markdown as s; print(s())')")
+        "into the docs (python -c 'from zocrates_nb.config_schema import schema_markdown as s; print(s())')"
+    )
 
 
 @pytest.mark.parametrize("section", ["library", "vectors", "writer"])
@@ -72,6 +78,7 @@ def test_unknown_keys_are_refused_in_every_section(store, section):
 
 
 # ----------------------------------------------------------------------------- --zotero-dir, library use dir
+
 
 def test_sync_zotero_dir_works_and_is_remembered(capsys, tmp_path, zotero_dir):
     data = tmp_path / "data"
@@ -93,29 +100,33 @@ def test_library_use_dir_then_sync(capsys, tmp_path, zotero_dir):
 
 # ----------------------------------------------------------------------------- issue 10 item 4: LLM settings
 
-@pytest.mark.parametrize(("patch", "match"), [
-    ({"llm": {"timeout_s": float("nan")}}, "timeout_s"),
-    ({"llm": {"timeout_s": float("inf")}}, "timeout_s"),
-    ({"llm": {"timeout_s": -float("inf")}}, "timeout_s"),
-    ({"llm": {"base_url": "http://"}}, "no host"),
-    ({"llm": {"base_url": "https://"}}, "no host"),
-    ({"llm": {"base_url": "http://host/v1\nX-Injected: 1"}}, "control character"),
-    ({"llm": {"base_url": "http://ho st/v1"}}, "control character"),
-    ({"llm": {"base_url": "http://host:99999/v1"}}, "not a valid URL"),
-    ({"llm": {"base_url": "javascript:alert(1)"}}, "http"),
-    ({"llm": {"base_url": "http://user:sk-secret-value@host/v1"}}, "password"),
-    ({"llm": {"base_url": "http://sk-secret-value@host/v1"}}, "password"),
-    ({"llm": {"base_url": "https://example.org/" + "a" * 3000}}, "limit"),
-    ({"llm": {"model": "m" * 10_000_000}}, "limit"),
-    ({"llm": {"model": "\ud800"}}, "invalid character"),
-    ({"llm": {"models": {"coordinator": "m" * 1000}}}, "limit"),
-    ({"llm": {"api_key_env": "A" * 500}}, "NAME of an environment variable"),
-    ({"llm": {"prices": {"m": {"prompt": float("nan")}}}}, "prices"),
-    ({"library": {"sqlite_path": "p" * 5000}}, "limit"),
-    ({"library": {"library_id": "12; rm"}}, "numeric"),
-    ({"vectors": {"host": "h" * 1000}}, "limit"),
-    ({"writer": {"kind": "fax"}}, "writer.kind"),
-])
+
+@pytest.mark.parametrize(
+    ("patch", "match"),
+    [
+        ({"llm": {"timeout_s": float("nan")}}, "timeout_s"),
+        ({"llm": {"timeout_s": float("inf")}}, "timeout_s"),
+        ({"llm": {"timeout_s": -float("inf")}}, "timeout_s"),
+        ({"llm": {"base_url": "http://"}}, "no host"),
+        ({"llm": {"base_url": "https://"}}, "no host"),
+        ({"llm": {"base_url": "http://host/v1\nX-Injected: 1"}}, "control character"),
+        ({"llm": {"base_url": "http://ho st/v1"}}, "control character"),
+        ({"llm": {"base_url": "http://host:99999/v1"}}, "not a valid URL"),
+        ({"llm": {"base_url": "javascript:alert(1)"}}, "http"),
+        ({"llm": {"base_url": "http://user:sk-secret-value@host/v1"}}, "password"),
+        ({"llm": {"base_url": "http://sk-secret-value@host/v1"}}, "password"),
+        ({"llm": {"base_url": "https://example.org/" + "a" * 3000}}, "limit"),
+        ({"llm": {"model": "m" * 10_000_000}}, "limit"),
+        ({"llm": {"model": "\ud800"}}, "invalid character"),
+        ({"llm": {"models": {"coordinator": "m" * 1000}}}, "limit"),
+        ({"llm": {"api_key_env": "A" * 500}}, "NAME of an environment variable"),
+        ({"llm": {"prices": {"m": {"prompt": float("nan")}}}}, "prices"),
+        ({"library": {"sqlite_path": "p" * 5000}}, "limit"),
+        ({"library": {"library_id": "12; rm"}}, "numeric"),
+        ({"vectors": {"host": "h" * 1000}}, "limit"),
+        ({"writer": {"kind": "fax"}}, "writer.kind"),
+    ],
+)
 def test_bad_settings_are_refused_and_the_file_untouched(store, patch, match):
     store.set_profile("keep me")
     before = store.path.read_bytes()
@@ -127,7 +138,12 @@ def test_bad_settings_are_refused_and_the_file_untouched(store, patch, match):
 
 
 def test_good_urls_are_accepted(store):
-    for url in ("https://api.openai.com/v1", "http://localhost:11434/v1", "http://127.0.0.1:8080", "http://[::1]:8000/v1"):
+    for url in (
+        "https://api.openai.com/v1",
+        "http://localhost:11434/v1",
+        "http://127.0.0.1:8080",
+        "http://[::1]:8000/v1",
+    ):
         store.update({"llm": {"base_url": url}})
         assert store.llm().base_url == url
 

@@ -24,13 +24,23 @@ def enc(obj) -> str:
 
 
 ITEM_DATA = {
-    "id": f"{USER}/ABCD2345", "type": "article-journal", "title": "Spatial transcriptomics",
-    "author": [{"family": "Ståhl", "given": "Patrik"}, {"family": "Salmén", "given": "Fredrik"},
-               {"family": "Vickovic", "given": "Sanja"}],
+    "id": f"{USER}/ABCD2345",
+    "type": "article-journal",
+    "title": "Spatial transcriptomics",
+    "author": [
+        {"family": "Ståhl", "given": "Patrik"},
+        {"family": "Salmén", "given": "Fredrik"},
+        {"family": "Vickovic", "given": "Sanja"},
+    ],
     "issued": {"date-parts": [["2016", 7, 1]]},
 }
-TWO_AUTHORS = {"id": f"{USER}/WXYZ6789", "type": "article-journal", "title": "Tangram",
-               "author": [{"family": "Biancalani"}, {"family": "Scalia"}], "issued": {"date-parts": [[2021]]}}
+TWO_AUTHORS = {
+    "id": f"{USER}/WXYZ6789",
+    "type": "article-journal",
+    "title": "Tangram",
+    "author": [{"family": "Biancalani"}, {"family": "Scalia"}],
+    "issued": {"date-parts": [[2021]]},
+}
 
 
 def citation(key: str, locator: str | None = None, visible: str | None = None, item_data=None) -> str:
@@ -44,9 +54,13 @@ def citation(key: str, locator: str | None = None, visible: str | None = None, i
 
 
 def annotation(kind: str, text: str, page: str | None) -> str:
-    data = {"attachmentURI": f"{USER}/PDF23456", "annotationKey": "ANN23456", "color": "#ffd400",
-            "position": {"pageIndex": 11, "rects": [[1, 2, 3, 4]]},
-            "citationItem": {"uris": [f"{USER}/ABCD2345"], "locator": page or ""}}
+    data = {
+        "attachmentURI": f"{USER}/PDF23456",
+        "annotationKey": "ANN23456",
+        "color": "#ffd400",
+        "position": {"pageIndex": 11, "rects": [[1, 2, 3, 4]]},
+        "citationItem": {"uris": [f"{USER}/ABCD2345"], "locator": page or ""},
+    }
     if page:
         data["pageLabel"] = page
     return f'<span class="{kind}" data-annotation="{enc(data)}">{text}</span>'
@@ -81,8 +95,7 @@ def test_citation_without_visible_text_is_built_from_wrapper_item_data():
 
 
 def test_citation_item_data_inline_and_unknown_items():
-    inline = citation("QQQQ2345", "5", item_data={"author": [{"family": "Moses"}],
-                                                  "issued": {"raw": "March 2022"}})
+    inline = citation("QQQQ2345", "5", item_data={"author": [{"family": "Moses"}], "issued": {"raw": "March 2022"}})
     unknown = citation("NOPE2345")
     md = note_html_to_markdown(wrap(f"<p>{inline} {unknown}</p>", items=()))
     assert md == "(Moses, 2022, p. 5) (item NOPE2345)\n"
@@ -93,8 +106,10 @@ def test_format_citation_survives_garbage_attribute():
 
 
 def test_highlight_annotation_becomes_quote_with_page_label():
-    html = wrap(f"<p>{annotation('highlight', '“spots capture about 10 cells”', '12')} "
-                f"{citation('ABCD2345', '12', visible='Ståhl et al., 2016, p. 12')}</p>")
+    html = wrap(
+        f"<p>{annotation('highlight', '“spots capture about 10 cells”', '12')} "
+        f"{citation('ABCD2345', '12', visible='Ståhl et al., 2016, p. 12')}</p>"
+    )
     md = note_html_to_markdown(html)
     # the citation right after the highlight already names the page: it is not repeated
     assert md == "> “spots capture about 10 cells” (Ståhl et al., 2016, p. 12)\n"
@@ -103,22 +118,28 @@ def test_highlight_annotation_becomes_quote_with_page_label():
 
 
 def test_identifiers_keep_their_underscores():
-    assert note_html_to_markdown(wrap("<p>set <code>n_latent</code> and adata.obs_names</p>")) == \
-        "set `n_latent` and adata.obs_names\n"
+    assert (
+        note_html_to_markdown(wrap("<p>set <code>n_latent</code> and adata.obs_names</p>"))
+        == "set `n_latent` and adata.obs_names\n"
+    )
 
 
 def test_underline_annotation_and_annotation_already_in_blockquote():
-    html = wrap(f"<blockquote>{annotation('underline', '<u>barcoded arrays</u>', 'iv')}</blockquote>"
-                f"<p>{annotation('highlight', 'no page label', None)}</p>")
+    html = wrap(
+        f"<blockquote>{annotation('underline', '<u>barcoded arrays</u>', 'iv')}</blockquote>"
+        f"<p>{annotation('highlight', 'no page label', None)}</p>"
+    )
     md = note_html_to_markdown(html)
     assert md == "> “barcoded arrays” (p. iv)\n\n> “no page label”\n"
     assert "> >" not in md
 
 
 def test_inline_and_block_math_are_kept_verbatim():
-    html = wrap('<p>Loss <span class="math">$\\mathcal{L} = \\sum_i x_i^2$</span> is convex.</p>\n'
-                '<pre class="math">$$\\hat{\\beta}_{k} = \\arg\\min_\\beta \\|y - X\\beta\\|_2^2$$</pre>\n'
-                "<p>After.</p>")
+    html = wrap(
+        '<p>Loss <span class="math">$\\mathcal{L} = \\sum_i x_i^2$</span> is convex.</p>\n'
+        '<pre class="math">$$\\hat{\\beta}_{k} = \\arg\\min_\\beta \\|y - X\\beta\\|_2^2$$</pre>\n'
+        "<p>After.</p>"
+    )
     md = note_html_to_markdown(html)
     assert "Loss $\\mathcal{L} = \\sum_i x_i^2$ is convex." in md
     assert "\n\n$$\\hat{\\beta}_{k} = \\arg\\min_\\beta \\|y - X\\beta\\|_2^2$$\n\n" in md
@@ -131,24 +152,30 @@ def test_math_inside_list_item_stays_on_its_own_line():
 
 
 def test_images_become_placeholders_with_alt_text():
-    html = wrap('<p><img alt="UMAP of T cells" data-attachment-key="IMG23456" width="600"></p>'
-                '<p><img src="https://example.org/x.png"></p>'
-                f'<p><img data-annotation="{enc({"pageLabel": "5"})}"></p>')
+    html = wrap(
+        '<p><img alt="UMAP of T cells" data-attachment-key="IMG23456" width="600"></p>'
+        '<p><img src="https://example.org/x.png"></p>'
+        f'<p><img data-annotation="{enc({"pageLabel": "5"})}"></p>'
+    )
     md = note_html_to_markdown(html)
     assert md == "[image: UMAP of T cells]\n\n[image]\n\n[image: image annotation, p. 5]\n"
     assert "example.org" not in md
 
 
 def test_table_becomes_gfm_even_without_header_cells():
-    html = wrap("<table><tbody><tr><td><p>Method</p></td><td><p>Spots</p></td></tr>"
-                "<tr><td><p>RCTD</p></td><td><p>9,000</p></td></tr></tbody></table>")
+    html = wrap(
+        "<table><tbody><tr><td><p>Method</p></td><td><p>Spots</p></td></tr>"
+        "<tr><td><p>RCTD</p></td><td><p>9,000</p></td></tr></tbody></table>"
+    )
     assert note_html_to_markdown(html) == "| Method | Spots |\n| --- | --- |\n| RCTD | 9,000 |\n"
 
 
 def test_nested_lists_and_code_blocks_survive():
-    html = wrap("<ul>\n<li>\n<p>Integration</p>\n<ul>\n<li>\nHarmony\n</li>\n<li>\nscVI\n</li>\n</ul>\n"
-                "</li>\n</ul>\n<pre>adata = sc.read('x.h5ad')\nsc.pp.neighbors(adata)</pre>\n"
-                "<ol start=\"3\"><li>third</li></ol>")
+    html = wrap(
+        "<ul>\n<li>\n<p>Integration</p>\n<ul>\n<li>\nHarmony\n</li>\n<li>\nscVI\n</li>\n</ul>\n"
+        "</li>\n</ul>\n<pre>adata = sc.read('x.h5ad')\nsc.pp.neighbors(adata)</pre>\n"
+        '<ol start="3"><li>third</li></ol>'
+    )
     md = note_html_to_markdown(html)
     assert "- Integration\n\n  - Harmony\n  - scVI" in md
     assert "```\nadata = sc.read('x.h5ad')\nsc.pp.neighbors(adata)\n```" in md
@@ -156,14 +183,26 @@ def test_nested_lists_and_code_blocks_survive():
 
 
 def test_script_style_event_attributes_and_hidden_elements_never_reach_markdown():
-    html = wrap('<p onclick="steal()" onmouseover="alert(1)">Visible <b onerror="x()">bold</b></p>'
-                "<script>alert('secret-script')</script><style>p{color:red}</style>"
-                '<p hidden>hidden-attr</p><p style="display: none">hidden-style</p>'
-                '<p><a href="javascript:alert(1)">click</a> <a href="https://ok.example">fine</a></p>'
-                "<iframe src='https://evil.example'>frame-text</iframe>")
+    html = wrap(
+        '<p onclick="steal()" onmouseover="alert(1)">Visible <b onerror="x()">bold</b></p>'
+        "<script>alert('secret-script')</script><style>p{color:red}</style>"
+        '<p hidden>hidden-attr</p><p style="display: none">hidden-style</p>'
+        '<p><a href="javascript:alert(1)">click</a> <a href="https://ok.example">fine</a></p>'
+        "<iframe src='https://evil.example'>frame-text</iframe>"
+    )
     md, converted = note_html_to_markdown(html), convert_note(html)
-    for bad in ("secret-script", "color:red", "steal", "alert", "onclick", "hidden-attr", "hidden-style",
-                "javascript", "frame-text", "evil.example"):
+    for bad in (
+        "secret-script",
+        "color:red",
+        "steal",
+        "alert",
+        "onclick",
+        "hidden-attr",
+        "hidden-style",
+        "javascript",
+        "frame-text",
+        "evil.example",
+    ):
         assert bad not in md
     assert "Visible **bold**" in md and "click [fine](https://ok.example)" in md
     assert any("<script>" in w for w in converted.warnings)
@@ -176,19 +215,27 @@ def test_text_that_looks_like_markup_is_escaped():
 
 
 def test_strikethrough_span_and_marks():
-    html = wrap('<p><span style="text-decoration: line-through">old</span> <strong>b</strong> '
-                "<em>i</em> <code>x_1</code> H<sub>2</sub>O</p>")
+    html = wrap(
+        '<p><span style="text-decoration: line-through">old</span> <strong>b</strong> '
+        "<em>i</em> <code>x_1</code> H<sub>2</sub>O</p>"
+    )
     assert note_html_to_markdown(html) == "~~old~~ **b** *i* `x_1` H2O\n"
 
 
 # ---------------------------------------------------------------- title
-@pytest.mark.parametrize("html, title", [
-    ("<h1>Foo</h1><p>Bar</p>", "Foo"),
-    ("<blockquote>\n<p>Foo</p>\n</blockquote>\n<p>Bar</p>", "Foo"),
-    ("<h1>Annotations<br/>(2/18/2022, 3:49:43 AM)</h1><p>Foo</p>", "Annotations (2/18/2022, 3:49:43 AM)"),
-    ('<div data-schema-version="9"><p>Caf&eacute; &amp; <b>bold</b> text</p><p>second</p></div>', "Café & bold text"),
-    ("<script>evil()</script><p>Real title</p>", "Real title"),
-])
+@pytest.mark.parametrize(
+    "html, title",
+    [
+        ("<h1>Foo</h1><p>Bar</p>", "Foo"),
+        ("<blockquote>\n<p>Foo</p>\n</blockquote>\n<p>Bar</p>", "Foo"),
+        ("<h1>Annotations<br/>(2/18/2022, 3:49:43 AM)</h1><p>Foo</p>", "Annotations (2/18/2022, 3:49:43 AM)"),
+        (
+            '<div data-schema-version="9"><p>Caf&eacute; &amp; <b>bold</b> text</p><p>second</p></div>',
+            "Café & bold text",
+        ),
+        ("<script>evil()</script><p>Real title</p>", "Real title"),
+    ],
+)
 def test_note_title_follows_zotero_note_to_title(html, title):
     assert note_title(html) == title
 
@@ -204,7 +251,11 @@ def test_toc_ids_unique_and_line_ranges_cover_sections():
     md = "# Plan\n\nintro\n\n## Data\n\ntext\n\n## Data\n\nmore\n\n```\n# not a heading\n```\n\n# Next\n\nend\n"
     toc = build_toc(md)
     assert [(e["id"], e["level"], e["title"]) for e in toc] == [
-        ("plan", 1, "Plan"), ("data", 2, "Data"), ("data-1", 2, "Data"), ("next", 1, "Next")]
+        ("plan", 1, "Plan"),
+        ("data", 2, "Data"),
+        ("data-1", 2, "Data"),
+        ("next", 1, "Next"),
+    ]
     lines = md.split("\n")
     assert (toc[0]["line_start"], toc[0]["line_end"]) == (1, 15)
     assert lines[toc[1]["line_start"] - 1] == "## Data" and lines[toc[1]["line_end"] - 1] == "text"
@@ -296,15 +347,21 @@ def test_convert_note_bundles_everything_and_hashes_the_html_as_given():
     assert note.word_count == 153
     assert note.source_hash == hashlib.sha256(html.encode("utf-8")).hexdigest()
     assert CONVERTER_VERSION
-    with pytest.raises(Exception):
+    with pytest.raises(AttributeError):
         note.title = "x"  # frozen
 
 
 def test_convert_paper_has_metadata_abstract_and_full_text():
-    paper = Paper(key="PAPR2345", title="Visualization and analysis of gene expression",
-                  creators=("Ståhl, Patrik", "Salmén, Fredrik", "Vickovic, Sanja"), year=2016,
-                  doi="10.1126/science.aaf2403", publication="Science",
-                  abstract="We present spatial transcriptomics.", fulltext="First para.\n\n# Not heading\n\nThird.")
+    paper = Paper(
+        key="PAPR2345",
+        title="Visualization and analysis of gene expression",
+        creators=("Ståhl, Patrik", "Salmén, Fredrik", "Vickovic, Sanja"),
+        year=2016,
+        doi="10.1126/science.aaf2403",
+        publication="Science",
+        abstract="We present spatial transcriptomics.",
+        fulltext="First para.\n\n# Not heading\n\nThird.",
+    )
     converted = convert_paper(paper)
     md = converted.markdown
     assert md.startswith("# Visualization and analysis of gene expression\n")
@@ -312,8 +369,11 @@ def test_convert_paper_has_metadata_abstract_and_full_text():
         assert fact in md
     assert "## Abstract\n\nWe present spatial transcriptomics." in md
     assert "## Full text\n\nFirst para.\n\n\\# Not heading\n\nThird." in md
-    assert [e["title"] for e in converted.toc] == ["Visualization and analysis of gene expression",
-                                                   "Abstract", "Full text"]
+    assert [e["title"] for e in converted.toc] == [
+        "Visualization and analysis of gene expression",
+        "Abstract",
+        "Full text",
+    ]
     assert converted.abstract == "We present spatial transcriptomics." and converted.abstract_source == "metadata"
     changed = convert_paper(Paper(**{**paper.__dict__, "fulltext": "Other."}))
     assert changed.source_hash != converted.source_hash

@@ -21,8 +21,10 @@ def test_empty_and_whitespace_notes(html):
 
 
 def test_unclosed_and_malformed_html_keeps_the_text():
-    html = ('<div data-schema-version="9"><h1>Unclosed <b>heading<p>para one <i>italic<p>para two'
-            "<table><tr><td>cell<li>stray item</ul></span></div></div><p>after")
+    html = (
+        '<div data-schema-version="9"><h1>Unclosed <b>heading<p>para one <i>italic<p>para two'
+        "<table><tr><td>cell<li>stray item</ul></span></div></div><p>after"
+    )
     note = convert_note(html)
     for text in ("heading", "para one", "italic", "para two", "cell", "stray item", "after"):
         assert text in note.markdown
@@ -43,8 +45,10 @@ def test_valid_utf8_bytes_convert_silently():
 
 
 def test_note_of_only_images():
-    note = convert_note('<div data-schema-version="9"><p><img data-attachment-key="ABCD2345"></p>'
-                        '<p><img alt="figure 2" src="x.png"></p></div>')
+    note = convert_note(
+        '<div data-schema-version="9"><p><img data-attachment-key="ABCD2345"></p>'
+        '<p><img alt="figure 2" src="x.png"></p></div>'
+    )
     assert note.markdown == "[image]\n\n[image: figure 2]\n"
     assert any("only images" in w for w in note.warnings)
 

@@ -37,15 +37,20 @@ score = adata.obs["exclusion"]
 
 def plain(markdown: str) -> list[str]:
     """Block texts without markup; display math compared without the line breaks inside $$…$$."""
-    return [re.sub(r"\$\$\s*(.*?)\s*\$\$", r"$$\1$$", block_plain_text(kind, text))
-            for kind, text in iter_blocks(markdown) if kind != "heading"]
+    return [
+        re.sub(r"\$\$\s*(.*?)\s*\$\$", r"$$\1$$", block_plain_text(kind, text))
+        for kind, text in iter_blocks(markdown)
+        if kind != "heading"
+    ]
 
 
 def test_render_has_zotero_wrapper_title_and_sources():
     html = render_note_html("T cell exclusion", BODY, ["Jerby-Arnon et al., 2018", "Sade-Feldman et al., 2018"])
     assert html.startswith('<div data-schema-version="9"><h1>T cell exclusion</h1>')
     assert html.endswith("</div>")
-    assert "<h2>Sources</h2>\n<ul>\n<li>Jerby-Arnon et al., 2018</li>\n<li>Sade-Feldman et al., 2018</li>\n</ul>" in html
+    assert (
+        "<h2>Sources</h2>\n<ul>\n<li>Jerby-Arnon et al., 2018</li>\n<li>Sade-Feldman et al., 2018</li>\n</ul>" in html
+    )
     assert '<span class="math">$s_i = \\sum_j w_j x_{ij}$</span>' in html
     assert '<pre class="math">$$\\hat{y} = X\\beta$$</pre>' in html
     assert "<table>" in html and "<code>code_span</code>" in html
@@ -70,10 +75,12 @@ def test_leading_title_heading_is_not_repeated():
 
 
 def test_raw_html_and_scripts_in_markdown_are_neutralised():
-    html = render_note_html("<img src=x onerror=alert(1)>",
-                            "<script>alert('x')</script>\n\n[link](javascript:alert(1)) ![t](https://track.example/p.gif)")
+    html = render_note_html(
+        "<img src=x onerror=alert(1)>",
+        "<script>alert('x')</script>\n\n[link](javascript:alert(1)) ![t](https://track.example/p.gif)",
+    )
     assert "<script" not in html and not re.search(r"<[^>]*onerror", html)
-    assert "href=\"javascript" not in html and "&lt;script&gt;" in html  # shown as text, never run
+    assert 'href="javascript' not in html and "&lt;script&gt;" in html  # shown as text, never run
     assert "track.example" not in html and "[image: t]" in html
     assert re.search(r"<h1>&lt;img src=x onerror=alert\(1\)&gt;</h1>", html)
     back = convert_note(html)

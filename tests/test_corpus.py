@@ -19,9 +19,24 @@ from zocrates_nb.errors import NotFoundError
 from zocrates_nb.library.base import Collection, LibrarySnapshot, Note, Paper
 from zocrates_nb.paths import DataPaths
 
-MANIFEST_FIELDS = {"okf_version", "key", "content_type", "item_type", "title", "parent_key", "parent_title",
-                   "collections", "collection_keys", "abstract", "abstract_source", "source_hash",
-                   "word_count", "toc", "converted_at", "converter_version"}
+MANIFEST_FIELDS = {
+    "okf_version",
+    "key",
+    "content_type",
+    "item_type",
+    "title",
+    "parent_key",
+    "parent_title",
+    "collections",
+    "collection_keys",
+    "abstract",
+    "abstract_source",
+    "source_hash",
+    "word_count",
+    "toc",
+    "converted_at",
+    "converter_version",
+}
 PAPER_FIELDS = MANIFEST_FIELDS | {"creators", "year", "doi", "citation"}
 
 
@@ -45,9 +60,12 @@ class MemoryLibrary:
         return note.key not in self.trashed and (note.parent_key or "") not in self.trashed
 
     def snapshot(self) -> LibrarySnapshot:
-        return LibrarySnapshot(papers=tuple(p for k, p in self.papers.items() if k not in self.trashed),
-                               notes=tuple(n for n in self.notes.values() if self._visible(n)),
-                               collections=tuple(self.collections), failures=tuple(self.failures))
+        return LibrarySnapshot(
+            papers=tuple(p for k, p in self.papers.items() if k not in self.trashed),
+            notes=tuple(n for n in self.notes.values() if self._visible(n)),
+            collections=tuple(self.collections),
+            failures=tuple(self.failures),
+        )
 
     def get_note(self, key: str) -> Note | None:
         self.get_note_calls += 1
@@ -81,9 +99,11 @@ class RecordingIndexer:
 
     def stage(self, conn, manifest: dict, markdown: str) -> None:
         conn.execute("CREATE TABLE IF NOT EXISTS test_index (key TEXT PRIMARY KEY, source_hash TEXT, text TEXT)")
-        conn.execute("INSERT INTO test_index VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
-                     "source_hash = excluded.source_hash, text = excluded.text",
-                     (manifest["key"], manifest["source_hash"], markdown))
+        conn.execute(
+            "INSERT INTO test_index VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+            "source_hash = excluded.source_hash, text = excluded.text",
+            (manifest["key"], manifest["source_hash"], markdown),
+        )
         self.staged.append(manifest["key"])
         if manifest["key"] in self.fail_on:
             raise RuntimeError(f"index refused {manifest['key']}")
@@ -115,10 +135,16 @@ LONG = " ".join(f"word{i}" for i in range(130))
 @pytest.fixture
 def library() -> MemoryLibrary:
     lib = MemoryLibrary()
-    lib.papers["PAPER222"] = Paper("PAPER222", "Spatially resolved transcriptomics",
-                                   creators=("Ståhl, P", "Lundeberg, J"), year=2016, doi="10.1/st",
-                                   abstract="Arrays of barcoded spots.", fulltext="Para one.\n\nPara two.",
-                                   collections=("COLLAAAA",))
+    lib.papers["PAPER222"] = Paper(
+        "PAPER222",
+        "Spatially resolved transcriptomics",
+        creators=("Ståhl, P", "Lundeberg, J"),
+        year=2016,
+        doi="10.1/st",
+        abstract="Arrays of barcoded spots.",
+        fulltext="Para one.\n\nPara two.",
+        collections=("COLLAAAA",),
+    )
     lib.notes["CHILD222"] = Note("CHILD222", note_html("Child note", LONG), parent_key="PAPER222")
     lib.notes["STAND222"] = Note("STAND222", note_html("Standalone", "short"), collections=("COLLAAAA", "COLLBBBB"))
     lib.notes["OTHER222"] = Note("OTHER222", note_html("Other", "<b>bold</b> words"))
@@ -163,8 +189,12 @@ def test_first_sync_writes_bundles_meta_and_index_rows(paths, library):
     assert index_rows(corpus) == {k: read_manifest(paths.corpus / k)["source_hash"] for k in corpus.keys()}
     assert indexer.vector_commits >= 1
     assert [k for k, _ in events.events] == ["sync"] and events.events[0][1]["new"] == 4
-    assert {"key": "STAND222", "title": "Standalone", "parent_key": None,
-            "collections": ["Spatial", "Single cell"]} in corpus.listing("note")
+    assert {
+        "key": "STAND222",
+        "title": "Standalone",
+        "parent_key": None,
+        "collections": ["Spatial", "Single cell"],
+    } in corpus.listing("note")
 
 
 def test_unchanged_sync_touches_nothing(paths, library):
@@ -187,8 +217,15 @@ def test_fast_path_then_edit_rematerialises_in_the_read_call(paths, library):
     corpus.sync()
     other_mtime = os.stat(paths.corpus / "STAND222" / "okf.json").st_mtime_ns
     assert corpus._resolve_bundle_dir("CHILD222") == paths.corpus / "CHILD222"
-    assert events.events[-1] == ("read", {"key": "CHILD222", "fast_path": True, "rematerialised": False,
-                                          "latency_ms": events.events[-1][1]["latency_ms"]})
+    assert events.events[-1] == (
+        "read",
+        {
+            "key": "CHILD222",
+            "fast_path": True,
+            "rematerialised": False,
+            "latency_ms": events.events[-1][1]["latency_ms"],
+        },
+    )
 
     library.update_note("CHILD222", note_html("Child note", "Edited: deconvolution with RCTD."))
     text = corpus.read_document("CHILD222")
@@ -217,7 +254,7 @@ def test_sync_picks_up_edits_moves_and_converter_version(paths, library, monkeyp
     import zocrates_nb.convert.convert as convert_module
 
     monkeypatch.setattr(convert_module, "CONVERTER_VERSION", "zocrates-convert/next")
-    for module in (sync_module, sync_run, writer):        # each binds the version it compares or records
+    for module in (sync_module, sync_run, writer):  # each binds the version it compares or records
         monkeypatch.setattr(module, "CONVERTER_VERSION", "zocrates-convert/next")
     assert corpus.sync().counts["changed"] == 4
     assert read_manifest(paths.corpus / "OTHER222")["converter_version"] == "zocrates-convert/next"
@@ -227,8 +264,8 @@ def test_trash_and_delete_remove_bundle_meta_and_index_rows(paths, library):
     indexer = RecordingIndexer()
     corpus = Corpus(paths, library, indexer=indexer)
     corpus.sync()
-    library.trashed.add("PAPER222")     # trashing the parent trashes its child note too
-    del library.notes["OTHER222"]        # deleted outright
+    library.trashed.add("PAPER222")  # trashing the parent trashes its child note too
+    del library.notes["OTHER222"]  # deleted outright
     report = corpus.sync()
     assert report.counts["removed"] == 3 and report.counts["unchanged"] == 1
     for key in ("PAPER222", "CHILD222", "OTHER222"):
@@ -265,8 +302,8 @@ def test_index_failure_rolls_back_meta_and_index_and_keeps_old_bundle(paths, lib
     report = corpus.sync()
     assert report.counts["failed"] == 1 and report.counts["changed"] == 1
     assert report.failures == [("OTHER222", "RuntimeError: index refused OTHER222")]
-    assert corpus.meta.get("OTHER222").source_hash == old_hash          # meta row rolled back
-    assert index_rows(corpus)["OTHER222"] == old_hash                    # index row rolled back
+    assert corpus.meta.get("OTHER222").source_hash == old_hash  # meta row rolled back
+    assert index_rows(corpus)["OTHER222"] == old_hash  # index row rolled back
     assert (paths.corpus / "OTHER222" / "content.md").read_text() == old_text  # old bundle kept
     assert "also new" in corpus.read_document("STAND222")
     assert not [p for p in paths.corpus.iterdir() if p.name.startswith(".")]  # no temp dirs left
@@ -297,9 +334,13 @@ def test_bad_inputs_each_get_a_clear_report_entry_and_nothing_is_lost(paths, lib
     corpus.sync()
     before = read_bundle(paths.corpus / "OTHER222")
     bad = {
-        "EMPTY222": "", "BLANK222": "   \n ", "MALFO222": "<p>unclosed <b>bold<table><td>cell",
-        "LATIN222": "<p>café ".encode("latin-1") + b"\xff</p>", "IMAGE222": '<p><img alt="gel photo"></p>',
-        "SCRIP222": "<p>ok</p><script>steal()</script>", "NONE2222": None,
+        "EMPTY222": "",
+        "BLANK222": "   \n ",
+        "MALFO222": "<p>unclosed <b>bold<table><td>cell",
+        "LATIN222": "<p>café ".encode("latin-1") + b"\xff</p>",
+        "IMAGE222": '<p><img alt="gel photo"></p>',
+        "SCRIP222": "<p>ok</p><script>steal()</script>",
+        "NONE2222": None,
     }
     for key, html in bad.items():
         library.notes[key] = Note(key, html)
@@ -309,7 +350,8 @@ def test_bad_inputs_each_get_a_clear_report_entry_and_nothing_is_lost(paths, lib
     assert dict(report.failures) == {
         "NONE2222": "the note body is NoneType, not HTML text",
         "OTHER222": "the note body is int, not HTML text",
-        "UNREAD22": "the library could not read it: database row could not be decoded"}
+        "UNREAD22": "the library could not read it: database row could not be decoded",
+    }
     assert report.counts["failed"] == 3 and report.counts["new"] == 6
     warned = dict(report.warnings)
     assert "empty" in warned["EMPTY222"] and "empty" in warned["BLANK222"]
@@ -317,13 +359,16 @@ def test_bad_inputs_each_get_a_clear_report_entry_and_nothing_is_lost(paths, lib
     assert "MALFO222" not in warned and "cell" in corpus.read_document("MALFO222")
     assert "steal" not in corpus.read_document("SCRIP222")
     assert read_bundle(paths.corpus / "OTHER222") == before  # the last good bundle is kept
-    assert "OTHER222" in corpus.keys()                          # and not counted as removed
+    assert "OTHER222" in corpus.keys()  # and not counted as removed
     assert library.notes["LATIN222"].html.endswith(b"\xff</p>")  # the source is never modified
 
 
 def test_sections_toc_and_unknown_section(paths, library):
-    library.notes["SECTS222"] = Note("SECTS222", '<div data-schema-version="9"><h1>Plan</h1><p>intro</p>'
-                                     "<h2>Data</h2><p>the data part</p><h2>Methods</h2><p>method text</p></div>")
+    library.notes["SECTS222"] = Note(
+        "SECTS222",
+        '<div data-schema-version="9"><h1>Plan</h1><p>intro</p>'
+        "<h2>Data</h2><p>the data part</p><h2>Methods</h2><p>method text</p></div>",
+    )
     corpus = Corpus(paths, library)
     corpus.sync()
     toc = corpus.get_document_toc("SECTS222")
@@ -348,7 +393,7 @@ def test_materialize_note_and_unknown_key_materialised_on_read(paths, library):
     assert read_manifest(path)["collections"] == ["Single cell"]
     assert note.key in index_rows(corpus) and corpus.meta.get(note.key) is not None
     late = library.create_note(note_html("Late", "added after sync"))
-    assert "added after sync" in corpus.read_document(late.key)   # not yet synced: materialised on read
+    assert "added after sync" in corpus.read_document(late.key)  # not yet synced: materialised on read
     assert corpus.sync().counts == {"new": 0, "changed": 0, "unchanged": 6, "removed": 0, "failed": 0}
 
 
@@ -411,11 +456,17 @@ def test_demo_library_child_note_edit_and_trash(paths, tmp_path):
     content = tmp_path / "demo"
     (content / "notes").mkdir(parents=True)
     (content / "collections.json").write_text(json.dumps([{"key": "TMECCCCC", "name": "TME"}]))
-    paper = {"key": "PAPERDDD", "title": "Tumour atlas", "creators": ["Ng, A"], "year": 2020,
-             "collections": ["TMECCCCC"]}
+    paper = {
+        "key": "PAPERDDD",
+        "title": "Tumour atlas",
+        "creators": ["Ng, A"],
+        "year": 2020,
+        "collections": ["TMECCCCC"],
+    }
     (content / "papers.json").write_text(json.dumps([paper]))
-    (content / "notes.json").write_text(json.dumps([{"key": "CHILDDDD", "parent_key": "PAPERDDD"},
-                                                    {"key": "STANDDDD", "collections": ["TMECCCCC"]}]))
+    (content / "notes.json").write_text(
+        json.dumps([{"key": "CHILDDDD", "parent_key": "PAPERDDD"}, {"key": "STANDDDD", "collections": ["TMECCCCC"]}])
+    )
     (content / "notes" / "CHILDDDD.html").write_text(note_html("Atlas notes", LONG))
     (content / "notes" / "STANDDDD.html").write_text(note_html("TME overview", "myeloid cells"))
     library = local.DemoLibrary(paths.demo_library, content_dir=content)
@@ -478,7 +529,7 @@ def test_documents_lists_the_bundles_on_disk_and_names_a_damaged_one(paths, libr
     (paths.corpus / ".tmp-crashed").mkdir()
     (paths.corpus / ".tmp-crashed" / "okf.json").write_text("{}", encoding="utf-8")
     stored = {d.key: d for d in corpus.documents()}
-    assert sorted(stored) == sorted(corpus.keys())                 # temporary folders are not bundles
+    assert sorted(stored) == sorted(corpus.keys())  # temporary folders are not bundles
     assert stored["OTHER222"].error and stored["OTHER222"].manifest is None
     good = stored["STAND222"]
     assert good.error is None and good.manifest["key"] == "STAND222" and good.markdown

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from zocrates_nb.corpus.bundle import (BundleError, read_bundle, remove_bundle, sweep_temporary,
-                                       write_bundle)
+from zocrates_nb.corpus.bundle import BundleError, read_bundle, remove_bundle, sweep_temporary, write_bundle
 from zocrates_nb.errors import NotFoundError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,8 +89,13 @@ def test_reader_process_sees_old_or_new_never_half(tmp_path):
     write_bundle(corpus, "ATOMIC33", *generation(0))
     stop, ready = tmp_path / "stop", tmp_path / "ready"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", READER, str(corpus / "ATOMIC33"), str(stop), str(ready)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", READER, str(corpus / "ATOMIC33"), str(stop), str(ready)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 60
         while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
@@ -120,7 +124,7 @@ def test_interleaved_swap_is_retried_by_readers(tmp_path, monkeypatch):
 
     def slow_rename(src, dst):
         real_rename(src, dst)
-        if Path(src).name == "ATOMIC44":        # the old bundle was just moved aside
+        if Path(src).name == "ATOMIC44":  # the old bundle was just moved aside
             with pytest.raises((FileNotFoundError, NotADirectoryError)):
                 bundle_module._read_pair(corpus / "ATOMIC44")
             done = threading.Event()
@@ -130,7 +134,7 @@ def test_interleaved_swap_is_retried_by_readers(tmp_path, monkeypatch):
                 done.set()
 
             threading.Thread(target=read_now).start()
-            time.sleep(0.003)                     # the reader hits the gap, sleeps, retries
+            time.sleep(0.003)  # the reader hits the gap, sleeps, retries
 
     monkeypatch.setattr(bundle_module.os, "rename", slow_rename)
     write_bundle(corpus, "ATOMIC44", *generation(1))

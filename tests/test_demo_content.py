@@ -106,6 +106,7 @@ def scans(note_html) -> dict[str, _NoteScan]:
 
 # ---------------------------------------------------------------- keys and collections
 
+
 def test_key_alphabet_excludes_ambiguous_characters():
     assert not set("01O") & set(KEY_ALPHABET)
 
@@ -130,11 +131,23 @@ def test_collections(collections):
 
 # ---------------------------------------------------------------- papers
 
+
 def test_paper_count_and_fields(papers, collections):
     assert len(papers) >= 42
     col_keys = {c["key"] for c in collections}
-    required = {"key", "item_type", "title", "creators", "year", "date", "doi", "publication",
-                "abstract", "fulltext", "collections"}
+    required = {
+        "key",
+        "item_type",
+        "title",
+        "creators",
+        "year",
+        "date",
+        "doi",
+        "publication",
+        "abstract",
+        "fulltext",
+        "collections",
+    }
     for p in papers:
         assert required <= p.keys(), (p.get("key"), required - p.keys())
         assert p["item_type"] == "journalArticle"
@@ -179,6 +192,7 @@ def test_papers_cover_the_three_topics(papers, collections):
 
 
 # ---------------------------------------------------------------- notes
+
 
 def test_note_counts_and_links(notes, papers, collections):
     assert len(notes) >= 28
@@ -229,11 +243,26 @@ def test_required_html_constructs_present(scans):
     for s in scans.values():
         tags.update(s.tags)
         classes.update(s.classes)
-    for tag in ("h1", "h2", "h3", "ul", "ol", "li", "table", "th", "td", "pre", "blockquote",
-                "strong", "em", "a", "img", "code"):
+    for tag in (
+        "h1",
+        "h2",
+        "h3",
+        "ul",
+        "ol",
+        "li",
+        "table",
+        "th",
+        "td",
+        "pre",
+        "blockquote",
+        "strong",
+        "em",
+        "a",
+        "img",
+        "code",
+    ):
         assert tags[tag] > 0, f"no <{tag}> in any demo note"
-    for cls in ("span.math", "pre.math", "span.citation", "span.citation-item", "span.highlight",
-                "span.underline"):
+    for cls in ("span.math", "pre.math", "span.citation", "span.citation-item", "span.highlight", "span.underline"):
         assert classes[cls] > 0, f"no {cls} in any demo note"
     assert classes["span.highlight"] >= 2
     assert any(s.max_list_depth >= 2 for s in scans.values()), "need a nested list"
@@ -308,6 +337,7 @@ def test_note_titles_distinct(scans):
 
 # ---------------------------------------------------------------- evaluation questions
 
+
 def test_questions_reference_existing_notes(questions, notes, scans):
     note_keys = {n["key"] for n in notes}
     assert len(questions) >= 34
@@ -338,7 +368,7 @@ def test_questions_paraphrase_rather_than_copy(questions, note_html):
     """No question may quote a long span (8+ consecutive words) of its note verbatim."""
     for q in questions:
         words = re.findall(r"\w+", q["query"].lower())
-        grams = {" ".join(words[i:i + 8]) for i in range(len(words) - 7)}
+        grams = {" ".join(words[i : i + 8]) for i in range(len(words) - 7)}
         for key in q["note_keys"]:
             scan = _scan(note_html[key])
             text = " ".join(re.findall(r"\w+", " ".join(scan.text).lower()))

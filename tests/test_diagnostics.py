@@ -39,9 +39,16 @@ LOGGER = """
 def test_two_processes_log_concurrently_and_every_event_is_read_back(tmp_path):
     directory, go = tmp_path / "diag", tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(LOGGER), str(directory), name, str(go)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name in ("kernel-a", "kernel-b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(LOGGER), str(directory), name, str(go)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("kernel-a", "kernel-b")
+    ]
     for p in procs:
         assert p.stdout.readline().strip() == "ready", p.stderr.read()
     go.touch()  # both start appending at the same moment
@@ -65,7 +72,9 @@ def test_torn_last_line_is_skipped(tmp_path):
     # a process killed mid-write left half a record in its own segment
     (tmp_path / "events-host-999-20240101T000000.jsonl").write_text(
         json.dumps({"ts": "2024-01-01T00:00:00Z", "kind": "read", "session": "s", "key": "B", "fast_path": True})
-        + "\n" + '{"ts": "2024-01-01T00:00:01Z", "kind": "read", "key": "B", "fast_pa')
+        + "\n"
+        + '{"ts": "2024-01-01T00:00:01Z", "kind": "read", "key": "B", "fast_pa'
+    )
     diag = Diagnostics(tmp_path)
     assert len(diag.events()) == 3
     staleness = diag.staleness().set_index("key")
@@ -77,15 +86,55 @@ def test_empty_directory_gives_empty_frames_with_columns(tmp_path):
         diag = Diagnostics(directory)
         expected = {
             diag.events: ["ts", "kind", "session"],
-            diag.staleness: ["key", "reads", "fast_path_reads", "rematerialisations", "hash_changes",
-                             "fast_path_ratio", "last_read"],
-            diag.hit_rates: ["mode", "searches", "read_rate", "cited_rate", "hit_rate", "results", "lexical_share",
-                             "dense_share", "both_share", "used_results", "used_lexical_share", "used_dense_share"],
-            diag.token_costs: ["session", "role", "model", "calls", "prompt_tokens", "completion_tokens",
-                               "total_tokens", "profile_tokens", "cost_usd", "profile_share"],
+            diag.staleness: [
+                "key",
+                "reads",
+                "fast_path_reads",
+                "rematerialisations",
+                "hash_changes",
+                "fast_path_ratio",
+                "last_read",
+            ],
+            diag.hit_rates: [
+                "mode",
+                "searches",
+                "read_rate",
+                "cited_rate",
+                "hit_rate",
+                "results",
+                "lexical_share",
+                "dense_share",
+                "both_share",
+                "used_results",
+                "used_lexical_share",
+                "used_dense_share",
+            ],
+            diag.token_costs: [
+                "session",
+                "role",
+                "model",
+                "calls",
+                "prompt_tokens",
+                "completion_tokens",
+                "total_tokens",
+                "profile_tokens",
+                "cost_usd",
+                "profile_share",
+            ],
             diag.latency: ["kind", "n", "p50", "p95", "p99", "max"],
-            diag.eval_runs: ["ts", "session", "dataset", "split", "mode", "ndcg@10", "recall@100", "mrr@10",
-                             "recall@5", "queries", "seconds"],
+            diag.eval_runs: [
+                "ts",
+                "session",
+                "dataset",
+                "split",
+                "mode",
+                "ndcg@10",
+                "recall@100",
+                "mrr@10",
+                "recall@5",
+                "queries",
+                "seconds",
+            ],
         }
         for view, columns in expected.items():
             frame = view()
@@ -102,8 +151,14 @@ def _result(key, lexical=None, dense=None):
 def logged(tmp_path) -> Diagnostics:
     s1, s2 = EventLog(tmp_path, session="s1"), EventLog(tmp_path, session="s2")
     # s1: hybrid search; A read afterwards; B cited afterwards
-    s1.emit("search", query="q1", k=3, mode="hybrid", latency_ms=10.0,
-            results=[_result("A", 1, None), _result("B", 2, 1), _result("C", None, 2)])
+    s1.emit(
+        "search",
+        query="q1",
+        k=3,
+        mode="hybrid",
+        latency_ms=10.0,
+        results=[_result("A", 1, None), _result("B", 2, 1), _result("C", None, 2)],
+    )
     s1.emit("read", key="A", fast_path=True, rematerialised=False, latency_ms=2.0)
     s1.emit("answer", cited_keys=["B"], read_keys=["A"])
     # s1: a lexical search nobody used
@@ -118,17 +173,55 @@ def logged(tmp_path) -> Diagnostics:
     s1.emit("sync", new=0, changed=1, unchanged=4, removed=0, failed=0, changed_keys=["A", "G"], seconds=0.25)
     s1.emit("read", key="A", fast_path=True, rematerialised=False, latency_ms=40.0)
     # LLM calls
-    s1.emit("llm", role="coordinator", model="m-big", prompt_tokens=1000, completion_tokens=200, profile_tokens=200,
-            cost_usd=0.01, latency_ms=100.0)
-    s1.emit("llm", role="reader", model="m-small", prompt_tokens=500, completion_tokens=50, profile_tokens=0,
-            cost_usd=0.002, latency_ms=200.0)
-    s2.emit("llm", role="coordinator", model="m-big", prompt_tokens=3000, completion_tokens=100, profile_tokens=200,
-            cost_usd=0.03, latency_ms=300.0)
+    s1.emit(
+        "llm",
+        role="coordinator",
+        model="m-big",
+        prompt_tokens=1000,
+        completion_tokens=200,
+        profile_tokens=200,
+        cost_usd=0.01,
+        latency_ms=100.0,
+    )
+    s1.emit(
+        "llm",
+        role="reader",
+        model="m-small",
+        prompt_tokens=500,
+        completion_tokens=50,
+        profile_tokens=0,
+        cost_usd=0.002,
+        latency_ms=200.0,
+    )
+    s2.emit(
+        "llm",
+        role="coordinator",
+        model="m-big",
+        prompt_tokens=3000,
+        completion_tokens=100,
+        profile_tokens=200,
+        cost_usd=0.03,
+        latency_ms=300.0,
+    )
     # evaluation runs
-    s1.emit("eval", dataset="scifact", split="test", mode="lexical", queries=300, seconds=1.5,
-            **{"ndcg@10": 0.66, "recall@100": 0.9, "mrr@10": 0.62})
-    s1.emit("eval", dataset="scifact", split="test", mode="hybrid", queries=300, seconds=9.0,
-            **{"ndcg@10": 0.72, "recall@100": 0.95, "mrr@10": 0.69})
+    s1.emit(
+        "eval",
+        dataset="scifact",
+        split="test",
+        mode="lexical",
+        queries=300,
+        seconds=1.5,
+        **{"ndcg@10": 0.66, "recall@100": 0.9, "mrr@10": 0.62},
+    )
+    s1.emit(
+        "eval",
+        dataset="scifact",
+        split="test",
+        mode="hybrid",
+        queries=300,
+        seconds=9.0,
+        **{"ndcg@10": 0.72, "recall@100": 0.95, "mrr@10": 0.69},
+    )
     return Diagnostics(tmp_path)
 
 
@@ -206,9 +299,13 @@ def test_new_events_are_seen_by_the_next_call(logged, tmp_path):
 def test_plots_return_figures_with_and_without_data(logged, tmp_path):
     empty = Diagnostics(tmp_path / "nothing")
     for diag in (logged, empty):
-        for plot, view in ((plots.plot_hit_rates, diag.hit_rates), (plots.plot_token_costs, diag.token_costs),
-                           (plots.plot_latency, diag.latency), (plots.plot_eval, diag.eval_runs),
-                           (plots.plot_staleness, diag.staleness)):
+        for plot, view in (
+            (plots.plot_hit_rates, diag.hit_rates),
+            (plots.plot_token_costs, diag.token_costs),
+            (plots.plot_latency, diag.latency),
+            (plots.plot_eval, diag.eval_runs),
+            (plots.plot_staleness, diag.staleness),
+        ):
             fig = plot(view())
             assert isinstance(fig, Figure)
             fig.savefig(tmp_path / f"{plot.__name__}.png")
@@ -221,7 +318,7 @@ def test_plot_staleness_shows_fast_path_and_rematerialised_reads_per_document(lo
     fig = plots.plot_staleness(logged.staleness())
     ax = fig.axes[0]
     keys = [t.get_text() for t in ax.get_yticklabels()]
-    assert keys == ["G", "F", "D", "A"]                   # most-read at the top (drawn last)
+    assert keys == ["G", "F", "D", "A"]  # most-read at the top (drawn last)
     by_label = {c.get_label(): [bar.get_width() for bar in c] for c in ax.containers}
     assert by_label["fast path (hash unchanged)"] == [0, 1, 0, 2]
     assert by_label["re-materialised (source changed)"] == [0, 0, 1, 0]
@@ -267,7 +364,14 @@ def test_note_recall_runs_show_recall_at_5(tmp_path):
     from zocrates_nb.diagnostics.events import EventLog
 
     log = EventLog(tmp_path)
-    log.emit("eval", dataset="notes", split="notes", mode="hybrid", queries=45, **{"recall@5": 0.99, "mrr@10": 0.83},
-             seconds=2.0)
+    log.emit(
+        "eval",
+        dataset="notes",
+        split="notes",
+        mode="hybrid",
+        queries=45,
+        **{"recall@5": 0.99, "mrr@10": 0.83},
+        seconds=2.0,
+    )
     [run] = Diagnostics(tmp_path).eval_runs().to_dict("records")
     assert run["dataset"] == "notes" and run["recall@5"] == 0.99 and run["mrr@10"] == 0.83

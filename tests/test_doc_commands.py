@@ -36,7 +36,7 @@ from tests.fakes.zotero_web_api import FakeZoteroAPI
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_PROFILE = REPO.parent / "shared" / "data" / "zotero" / "zotero9-profile.sqlite"
-ZOTERO_USER_ID = 8230813          # account.userID of the shared profile (and of the built fallback)
+ZOTERO_USER_ID = 8230813  # account.userID of the shared profile (and of the built fallback)
 API_KEY = "doc-test-key-123"
 
 #: Commands that are allowed a nonzero exit, with the reason (keyed by the command as written).
@@ -44,7 +44,7 @@ EXPECTED_NONZERO: dict[str, tuple[int, str]] = {}
 #: Commands that are not run, with the reason.
 NOT_RUN: dict[str, str] = {
     "zocrates-nb llm set --api-key-stdin < keyfile": "shell redirection from a user's file; "
-                                                      "tests/test_cli_config.py runs --api-key-stdin",
+    "tests/test_cli_config.py runs --api-key-stdin",
 }
 
 
@@ -88,6 +88,7 @@ def substitute(command: str, fx: dict[str, str]) -> list[str]:
 
 # ----------------------------------------------------------------------------- fixtures
 
+
 def _build_zotero_dir(folder: Path) -> None:
     folder.mkdir(parents=True)
     if SHARED_PROFILE.is_file():
@@ -95,8 +96,13 @@ def _build_zotero_dir(folder: Path) -> None:
         return
     with ZoteroDB(folder / "zotero.sqlite", "9") as db:
         db.add_collection("COLL2345", "Spatial")
-        db.add_paper("PAPER234", "Spatially resolved transcriptomics", creators=[("Ana", "Lee", "author")],
-                     date="2020-01-01 2020-01-01", collections=["COLL2345"])
+        db.add_paper(
+            "PAPER234",
+            "Spatially resolved transcriptomics",
+            creators=[("Ana", "Lee", "author")],
+            date="2020-01-01 2020-01-01",
+            collections=["COLL2345"],
+        )
         db.add_note("NOTE2345", "<p>Deconvolution needs a matched reference.</p>", parent="PAPER234")
         db.set_setting("account", "userID", ZOTERO_USER_ID)
 
@@ -104,8 +110,10 @@ def _build_zotero_dir(folder: Path) -> None:
 @pytest.fixture(scope="module")
 def zotero_fakes():
     """A loopback Web API (the desktop profile's account) and a Zotero 10 local API."""
-    with FakeZoteroAPI(library_id=ZOTERO_USER_ID, api_key=API_KEY) as web, \
-            FakeZoteroAPI(library_id=0, api_key=API_KEY, local=True) as local:
+    with (
+        FakeZoteroAPI(library_id=ZOTERO_USER_ID, api_key=API_KEY) as web,
+        FakeZoteroAPI(library_id=0, api_key=API_KEY, local=True) as local,
+    ):
         yield {"web": web.base_url, "local": local.base_url}
 
 
@@ -121,18 +129,26 @@ def fixtures(tmp_path_factory, demo_template, zotero_fakes) -> dict[str, str]:
     (root / "note.html").write_text("<h1>A note</h1><p>Some text.</p>", encoding="utf-8")
     from zocrates_nb.library.local import DemoLibrary
 
-    demo = DemoLibrary(demo_template / "demo_library.sqlite") if (demo_template / "demo_library.sqlite").exists() \
-        else None
+    demo = (
+        DemoLibrary(demo_template / "demo_library.sqlite") if (demo_template / "demo_library.sqlite").exists() else None
+    )
     snapshot = demo.snapshot() if demo else None
     from zocrates_nb.library.zotero_desktop import ZoteroDesktopLibrary
 
     zotero = ZoteroDesktopLibrary(zotero_dir=root / "Zotero")
     zotero_paper = zotero.snapshot().papers[0].key
     zotero.close()
-    return {"zotero_paper_key": zotero_paper, "web_api": zotero_fakes["web"], "local_api": zotero_fakes["local"],
-        "zotero_dir": str(root / "Zotero"), "zotero_sqlite": str(root / "Zotero" / "zotero.sqlite"),
-        "beir": str(beir), "profile_file": str(root / "profile.txt"), "note_html": str(root / "note.html"),
-        "export_dir": str(root / "export"), "data_dir": "",
+    return {
+        "zotero_paper_key": zotero_paper,
+        "web_api": zotero_fakes["web"],
+        "local_api": zotero_fakes["local"],
+        "zotero_dir": str(root / "Zotero"),
+        "zotero_sqlite": str(root / "Zotero" / "zotero.sqlite"),
+        "beir": str(beir),
+        "profile_file": str(root / "profile.txt"),
+        "note_html": str(root / "note.html"),
+        "export_dir": str(root / "export"),
+        "data_dir": "",
         "paper_key": snapshot.papers[0].key if snapshot else "PAPER234",
         "collection_key": snapshot.collections[0].key if snapshot else "COLL2345",
         "demo_template": str(demo_template),
@@ -151,10 +167,12 @@ def _groups() -> list[list[DocCommand]]:
 
 
 def _describe(command: DocCommand, argv: list[str], out: str, err: str, code) -> str:
-    return (f"{command.where}: `{command.text}` failed (exit {code}).\n  run as: zocrates-nb {shlex.join(argv)}\n"
-            f"  stdout: {out[-1500:]}\n  stderr: {err[-1500:]}\n"
-            "Fix the command in the doc, add a placeholder to PLACEHOLDERS in tests/test_doc_commands.py, "
-            "or (with a reason) add it to EXPECTED_NONZERO / NOT_RUN.")
+    return (
+        f"{command.where}: `{command.text}` failed (exit {code}).\n  run as: zocrates-nb {shlex.join(argv)}\n"
+        f"  stdout: {out[-1500:]}\n  stderr: {err[-1500:]}\n"
+        "Fix the command in the doc, add a placeholder to PLACEHOLDERS in tests/test_doc_commands.py, "
+        "or (with a reason) add it to EXPECTED_NONZERO / NOT_RUN."
+    )
 
 
 @pytest.mark.parametrize("group", _groups(), ids=lambda g: f"{g[0].where}")
@@ -177,8 +195,11 @@ def test_doc_command_runs(group, fixtures, tmp_path, monkeypatch, capsys):
         if command.text in NOT_RUN:
             continue
         source = ConfigStore(data / "zocrates_config.json").read()["library"]["source"]
-        fx = {**fixtures, "data_dir": str(data),
-              "paper_key": fixtures["paper_key"] if source == "demo" else fixtures["zotero_paper_key"]}
+        fx = {
+            **fixtures,
+            "data_dir": str(data),
+            "paper_key": fixtures["paper_key"] if source == "demo" else fixtures["zotero_paper_key"],
+        }
         argv = substitute(command.text, fx)
         if argv[:2] == ["library", "writer"] and argv[2:3] in (["web"], ["local"]) and "--base-url" not in argv:
             argv += ["--base-url", fx["web_api"] if argv[2] == "web" else fx["local_api"]]
@@ -197,6 +218,7 @@ def test_doc_command_runs(group, fixtures, tmp_path, monkeypatch, capsys):
 
 
 # ----------------------------------------------------------------------------- synopses
+
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:

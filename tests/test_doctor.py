@@ -22,10 +22,10 @@ def test_doctor_finds_and_repairs_every_kind_of_damage(demo_home, capsys):
     wb = Workbench(demo_home, auto_sync=False)
     keys = wb.corpus.keys("note")
     expected = wb.search("cell type deconvolution", k=5).keys()
-    with wb.corpus.meta.write() as conn:                 # index lost a document
+    with wb.corpus.meta.write() as conn:  # index lost a document
         wb.index.unstage(conn, keys[1])
     wb.close()
-    (demo_home / "corpus" / keys[0] / "content.md").write_bytes(os.urandom(500))   # bundle damaged
+    (demo_home / "corpus" / keys[0] / "content.md").write_bytes(os.urandom(500))  # bundle damaged
     leftover = demo_home / "corpus" / ".tmp-ABCD1234-deadbeef"
     leftover.mkdir()
     old = time.time() - 3600

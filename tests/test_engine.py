@@ -18,7 +18,7 @@ from zocrates_nb.paths import DataPaths
 
 @pytest.fixture
 def runtime_dir(monkeypatch):
-    folder = tempfile.mkdtemp(prefix="zr")            # short: AF_UNIX socket paths are limited to 107 bytes
+    folder = tempfile.mkdtemp(prefix="zr")  # short: AF_UNIX socket paths are limited to 107 bytes
     monkeypatch.setenv("XDG_RUNTIME_DIR", folder)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
@@ -32,7 +32,7 @@ def _search(capsys, home, *extra) -> dict:
 def test_search_goes_through_a_running_engine_and_falls_back_without_one(demo_home, runtime_dir, capsys):
     paths = DataPaths(demo_home)
     in_process = _search(capsys, demo_home)
-    assert "engine" not in in_process                                  # none runs yet
+    assert "engine" not in in_process  # none runs yet
     assert main(["--data-dir", str(demo_home), "engine", "start", "--wait", "--idle", "300"]) == 0
     try:
         assert "ready" in capsys.readouterr().out
@@ -50,7 +50,7 @@ def test_search_goes_through_a_running_engine_and_falls_back_without_one(demo_ho
     finally:
         main(["--data-dir", str(demo_home), "engine", "stop"])
     capsys.readouterr()
-    for _ in range(100):                                               # the engine removes its socket
+    for _ in range(100):  # the engine removes its socket
         if ask_engine(paths, {"op": "ping"}, timeout=1.0) is None:
             break
         import time
@@ -63,7 +63,7 @@ def test_a_stale_socket_file_means_no_engine(demo_home, runtime_dir):
     path = socket_path(DataPaths(demo_home))
     import socket
 
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:      # bound, never listening, then closed
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:  # bound, never listening, then closed
         s.bind(str(path))
     assert path.exists() and ask_engine(DataPaths(demo_home), {"op": "ping"}) is None
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from zocrates_nb.diagnostics.ir_metrics import evaluate_run, mrr_at_k, ndcg_at_k, parse_metric, recall_at_k
 from zocrates_nb.diagnostics.events import EventLog
+from zocrates_nb.diagnostics.ir_metrics import evaluate_run, mrr_at_k, ndcg_at_k, parse_metric, recall_at_k
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.evaluate import load_beir, load_note_questions, run_beir_eval, run_notes_eval
 from zocrates_nb.paths import DataPaths
 
-
 # ---------------------------------------------------------------------------- metrics
+
 
 def _random_case(seed: int):
     rng = random.Random(seed)
@@ -26,7 +26,7 @@ def _random_case(seed: int):
         qid = f"q{q}"
         qrels[qid] = {d: rng.randint(1, 3) for d in rng.sample(docs, rng.randint(1, 6))}
         ranked = rng.sample(docs, rng.randint(0, 40))
-        run[qid] = {d: 100.0 - i for i, d in enumerate(ranked)}   # distinct scores: no tie rules involved
+        run[qid] = {d: 100.0 - i for i, d in enumerate(ranked)}  # distinct scores: no tie rules involved
     return qrels, run
 
 
@@ -37,8 +37,9 @@ def test_metrics_match_ranx(seed):
     ranked = {q: sorted(scores, key=scores.get, reverse=True) for q, scores in run.items()}
     ours = evaluate_run(ranked, qrels, ["ndcg@10", "recall@100", "mrr@10", "ndcg@3", "recall@5"])
     run_for_ranx = {q: (scores or {"__none__": 0.0}) for q, scores in run.items()}
-    theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run_for_ranx),
-                           ["ndcg@10", "recall@100", "mrr@10", "ndcg@3", "recall@5"])
+    theirs = ranx.evaluate(
+        ranx.Qrels(qrels), ranx.Run(run_for_ranx), ["ndcg@10", "recall@100", "mrr@10", "ndcg@3", "recall@5"]
+    )
     for name, value in ours.items():
         assert value == pytest.approx(theirs[name], abs=1e-9), name
 
@@ -48,7 +49,7 @@ def test_metric_edge_cases():
     assert ndcg_at_k([], rel) == 0.0
     assert ndcg_at_k(["b", "a"], rel) == pytest.approx(1.0)
     assert ndcg_at_k(["x", "b"], {"b": 1}, 10) == pytest.approx(1 / 1.584962500721156)
-    assert recall_at_k(["a", "a", "x"], rel, 2) == 0.5          # duplicates count once
+    assert recall_at_k(["a", "a", "x"], rel, 2) == 0.5  # duplicates count once
     assert mrr_at_k(["z", "x", "a"], rel, 10) == pytest.approx(1 / 3)
     assert mrr_at_k(["x", "a"], rel, 1) == 0.0
     assert evaluate_run({}, {"q": {"a": 1}}) == {"ndcg@10": 0.0, "recall@100": 0.0, "mrr@10": 0.0}
@@ -66,8 +67,12 @@ CORPUS = {
     "d5": ("Telomeres and ageing", "Telomere shortening limits the replicative lifespan of cells."),
     "d6": ("Sleep and memory", "Slow-wave sleep consolidates declarative memories."),
 }
-QUERIES = {"q1": "zebrafish fin regrowth", "q2": "does statin therapy reduce cholesterol",
-           "q3": "which vaccine protects children against malaria", "q9": "not judged in this split"}
+QUERIES = {
+    "q1": "zebrafish fin regrowth",
+    "q2": "does statin therapy reduce cholesterol",
+    "q3": "which vaccine protects children against malaria",
+    "q9": "not judged in this split",
+}
 QRELS = {"q1": {"d1": 1}, "q2": {"d2": 1}, "q3": {"d3": 1, "d4": 1}}
 
 
@@ -80,10 +85,12 @@ def write_beir(root: Path, gz: bool = True) -> Path:
     else:
         (root / "corpus.jsonl").write_text(lines, encoding="utf-8")
     (root / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t, "metadata": {}}) + "\n" for q, t in QUERIES.items()))
+        "".join(json.dumps({"_id": q, "text": t, "metadata": {}}) + "\n" for q, t in QUERIES.items())
+    )
     (root / "qrels").mkdir()
     (root / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, r in QRELS.items() for d, s in r.items()))
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, r in QRELS.items() for d, s in r.items())
+    )
     return root
 
 
@@ -117,12 +124,13 @@ def test_beir_eval_builds_once_and_reuses_the_index(tmp_path, data_dir):
     assert first["recall@100"] == pytest.approx((1 + 1 + 0.5) / 3, abs=1e-4)
     second = run_beir_eval(root, "test", "lexical", paths=paths, events=events)
     assert second["index_built"] is False
-    assert {k: second[k] for k in ("ndcg@10", "recall@100", "mrr@10")} == \
-        {k: first[k] for k in ("ndcg@10", "recall@100", "mrr@10")}
+    assert {k: second[k] for k in ("ndcg@10", "recall@100", "mrr@10")} == {
+        k: first[k] for k in ("ndcg@10", "recall@100", "mrr@10")
+    }
     cached = list(paths.eval_cache.iterdir())
     assert len(cached) == 1 and cached[0].name.startswith("tiny-")
     hybrid = run_beir_eval(root, "test", "hybrid", paths=paths, events=events)
-    assert hybrid["index_built"] is True                 # vectors added to the same cached index
+    assert hybrid["index_built"] is True  # vectors added to the same cached index
     assert hybrid["mrr@10"] == pytest.approx(1.0)
     dense = run_beir_eval(root, "test", "dense", paths=paths, events=events)
     assert dense["index_built"] is False and dense["mode"] == "dense"
@@ -146,6 +154,7 @@ def test_changed_corpus_gets_a_new_index(tmp_path, data_dir):
 
 # ---------------------------------------------------------------------------- notes evaluation
 
+
 def test_notes_eval_reports_recall_mrr_and_misses(tmp_path, data_dir):
     from zocrates_nb.corpus.meta import MetaDB
     from zocrates_nb.index.hybrid import HybridIndex
@@ -153,18 +162,25 @@ def test_notes_eval_reports_recall_mrr_and_misses(tmp_path, data_dir):
     paths = DataPaths(data_dir)
     index = HybridIndex(paths, {})
     meta = MetaDB(paths.meta_db)
-    notes = {"NOTE2222": "Zebrafish fins regrow from a blastema after amputation.",
-             "NOTE3333": "Statins lower LDL cholesterol; check adherence in older patients.",
-             "NOTE4444": "Telomeres shorten with each cell division."}
+    notes = {
+        "NOTE2222": "Zebrafish fins regrow from a blastema after amputation.",
+        "NOTE3333": "Statins lower LDL cholesterol; check adherence in older patients.",
+        "NOTE4444": "Telomeres shorten with each cell division.",
+    }
     with meta.write() as conn:
         for key, text in notes.items():
-            index.stage(conn, {"key": key, "content_type": "text/note", "title": text[:20],
-                               "word_count": len(text.split())}, text)
+            index.stage(
+                conn,
+                {"key": key, "content_type": "text/note", "title": text[:20], "word_count": len(text.split())},
+                text,
+            )
     index.commit_vectors()
     qfile = tmp_path / "questions.jsonl"
-    qs = [{"id": "n1", "query": "how do zebrafish regrow fins", "note_keys": ["NOTE2222"]},
-          {"id": "n2", "query": "statin adherence in the elderly", "note_keys": ["NOTE3333"]},
-          {"id": "n3", "query": "quantum chromodynamics lattice", "note_keys": ["NOTE9999"]}]
+    qs = [
+        {"id": "n1", "query": "how do zebrafish regrow fins", "note_keys": ["NOTE2222"]},
+        {"id": "n2", "query": "statin adherence in the elderly", "note_keys": ["NOTE3333"]},
+        {"id": "n3", "query": "quantum chromodynamics lattice", "note_keys": ["NOTE9999"]},
+    ]
     qfile.write_text("".join(json.dumps(q) + "\n" for q in qs))
     result = run_notes_eval(index, load_note_questions(qfile), k=5, events=EventLog(paths.diagnostics))
     assert result["queries"] == 3

@@ -41,7 +41,7 @@ KILLS = count_from_env("ZOCRATES_FAULT_KILLS", 1)
 CORRUPTIONS = count_from_env("ZOCRATES_FAULT_CORRUPTIONS", 12)
 print(f"\n[test_faults] ZOCRATES_FAULT_SEED={SEED} kills/op={KILLS} corruptions={CORRUPTIONS or 'all'}")
 
-WORKER = textwrap.dedent('''
+WORKER = textwrap.dedent("""
     import sys, time
     from zocrates_nb.workbench import Workbench
 
@@ -61,7 +61,7 @@ WORKER = textwrap.dedent('''
         elif op == "rebuild":
             wb.index.rebuild(wb.corpus)
         print("done", i, flush=True)
-''')
+""")
 MAX_DELAY_S = {"save": 3.0, "sync": 5.0, "rebuild": 8.0}
 
 
@@ -70,8 +70,11 @@ def _diff(got: dict, want: dict) -> dict:
     for part in ("library_notes", "notes", "searches"):
         if got[part] != want[part]:
             if isinstance(got[part], dict):
-                out[part] = {k: (got[part].get(k), want[part].get(k)) for k in set(got[part]) | set(want[part])
-                             if got[part].get(k) != want[part].get(k)}
+                out[part] = {
+                    k: (got[part].get(k), want[part].get(k))
+                    for k in set(got[part]) | set(want[part])
+                    if got[part].get(k) != want[part].get(k)
+                }
             else:
                 out[part] = (got[part], want[part])
     return out
@@ -94,8 +97,13 @@ def test_sigkill_at_a_random_point_then_recovery_equals_a_clean_run(demo_templat
     shutil.copytree(demo_template, home)
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    proc = subprocess.Popen([sys.executable, str(script), op, str(home)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=_env())
+    proc = subprocess.Popen(
+        [sys.executable, str(script), op, str(home)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
         delay = rng.uniform(0.0, MAX_DELAY_S[op])
@@ -107,8 +115,9 @@ def test_sigkill_at_a_random_point_then_recovery_equals_a_clean_run(demo_templat
     log = follow_recovery(home)
     recovered = state(home)
     reference = clean_run(demo_template, home, tmp_path / "clean")
-    assert recovered == reference, (f"seed={SEED} op={op} delay={delay:.2f} recovery={log} "
-                                    f"differs: {_diff(recovered, reference)}")
+    assert recovered == reference, (
+        f"seed={SEED} op={op} delay={delay:.2f} recovery={log} differs: {_diff(recovered, reference)}"
+    )
     assert recovered["vectors_equal_chunks"]
 
 
@@ -149,22 +158,23 @@ def test_damaged_store_then_recovery_equals_a_clean_run(demo_template, clean_sta
     rng = random.Random(f"{SEED}-{store}-{how}")
     home = tmp_path / "home"
     shutil.copytree(demo_template, home)
-    assert cli(home, "profile", "set", "--text", "spatial omics")[0] == 0      # a config file to damage
+    assert cli(home, "profile", "set", "--text", "spatial omics")[0] == 0  # a config file to damage
     assert cli(home, "llm", "set", "--api-key-stdin", stdin="sk-fault-test-0123456789\n")[0] == 0
     target = STORES[store](home)
     damage(target, how, rng)
     print(f"[corrupt] seed={SEED} store={store} how={how} file={target.relative_to(home)}")
     log = follow_recovery(home)
     recovered = state(home)
-    assert recovered == clean_state, \
+    assert recovered == clean_state, (
         f"seed={SEED} {store}/{how}: recovery {log} differs: {_diff(recovered, clean_state)}"
+    )
     if store == "events":
         from zocrates_nb.diagnostics.views import Diagnostics
 
-        Diagnostics(home / "diagnostics").events()          # readable again, no exception
+        Diagnostics(home / "diagnostics").events()  # readable again, no exception
 
 
-CONCURRENT = textwrap.dedent('''
+CONCURRENT = textwrap.dedent("""
     import json, sys
     from zocrates_nb.workbench import Workbench
 
@@ -182,7 +192,7 @@ CONCURRENT = textwrap.dedent('''
             wb.index.rebuild(wb.corpus)
     wb.close()
     print(json.dumps(saved))
-''')
+""")
 
 
 def test_three_processes_saving_syncing_searching_and_rebuilding(demo_template, tmp_path):
@@ -193,16 +203,23 @@ def test_three_processes_saving_syncing_searching_and_rebuilding(demo_template, 
     script = tmp_path / "fault_worker_concurrent.py"
     script.write_text(CONCURRENT)
     roles = {"saver": 6, "syncer": 3, "searcher": 10, "rebuilder": 1}
-    procs = {role: subprocess.Popen([sys.executable, str(script), role, str(home), str(n)],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-             for role, n in roles.items()}
+    procs = {
+        role: subprocess.Popen(
+            [sys.executable, str(script), role, str(home), str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
+        for role, n in roles.items()
+    }
     outputs = {role: p.communicate(timeout=300) for role, p in procs.items()}
     for role, (_out, err) in outputs.items():
         assert procs[role].returncode == 0, f"{role}: {err[-2000:]}"
     saved = json.loads(outputs["saver"][0])
     assert len(saved) == roles["saver"]
     recovered = state(home)
-    for key in saved:                                     # no lost note: served and indexed
+    for key in saved:  # no lost note: served and indexed
         assert key in recovered["notes"]
     reference = clean_run(demo_template, home, tmp_path / "clean")
     assert recovered == reference, _diff(recovered, reference)
@@ -210,16 +227,16 @@ def test_three_processes_saving_syncing_searching_and_rebuilding(demo_template, 
 
 # ----------------------------------------------------------------------------- SIGKILL during `outbox push`
 
-PUSH_WORKER = textwrap.dedent('''
+PUSH_WORKER = textwrap.dedent("""
     import sys
     from zocrates_nb.cli import main
 
     print("ready", flush=True)
     sys.exit(main(["--data-dir", sys.argv[1], "outbox", "push"]))
-''')
+""")
 PUSH_NOTES = 4
-PUSH_LATENCY_S = 0.06       # per request to the fake: spreads the push over the kill window
-PUSH_DELAY_S = (0.15, 0.6)   # after "ready": from the key check and first POST to the last confirm
+PUSH_LATENCY_S = 0.06  # per request to the fake: spreads the push over the kill window
+PUSH_DELAY_S = (0.15, 0.6)  # after "ready": from the key check and first POST to the last confirm
 API_KEY = "s3cr3t-key-XYZ"
 USER_ID = 475425
 PAPER = "PAPER333"
@@ -242,15 +259,23 @@ def _outbox_home(tmp_path: Path, monkeypatch) -> tuple[Path, list]:
     zotero_dir = tmp_path / "Zotero"
     zotero_dir.mkdir()
     with ZoteroDB(zotero_dir / "zotero.sqlite", "9") as db:
-        db.add_paper(PAPER, "Spatially resolved transcriptomics of the mouse brain",
-                     creators=[("Ana", "Lee", "author")], date="2020-01-01 2020-01-01")
+        db.add_paper(
+            PAPER,
+            "Spatially resolved transcriptomics of the mouse brain",
+            creators=[("Ana", "Lee", "author")],
+            date="2020-01-01 2020-01-01",
+        )
         db.add_note("NOTE3333", "<p>Spot deconvolution works best with a matched reference.</p>", parent=PAPER)
         db.set_setting("account", "userID", USER_ID)
     monkeypatch.setenv("ZOTERO_API_KEY", API_KEY)
     home = tmp_path / "home"
     wb = Workbench(home, auto_sync=False)
-    wb.config.update({"library": {"source": "zotero-dir", "zotero_dir": str(zotero_dir)},
-                      "writer": {"kind": "web", "library_id": str(USER_ID), "base_url": "http://127.0.0.1:9"}})
+    wb.config.update(
+        {
+            "library": {"source": "zotero-dir", "zotero_dir": str(zotero_dir)},
+            "writer": {"kind": "web", "library_id": str(USER_ID), "base_url": "http://127.0.0.1:9"},
+        }
+    )
     wb.close()
     wb = Workbench(home, auto_sync=False)
     wb.sync(progress=False)
@@ -281,14 +306,19 @@ def test_sigkill_during_outbox_push_then_recovery_writes_each_note_exactly_once(
 
     rng = random.Random(f"{SEED}-kill-push-{n}")
     home, entries = _outbox_home(tmp_path, monkeypatch)
-    shutil.copytree(home, tmp_path / "clean")                 # the same outbox, for the clean run
+    shutil.copytree(home, tmp_path / "clean")  # the same outbox, for the clean run
     script = tmp_path / "push_worker.py"
     script.write_text(PUSH_WORKER)
     with _fake_api() as api, _fake_api() as clean_api:
         api.latency_s = PUSH_LATENCY_S
-        _point_writer_at(home, api)                            # Zotero is reachable again
-        proc = subprocess.Popen([sys.executable, str(script), str(home)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env={**_env(), "ZOTERO_API_KEY": API_KEY})
+        _point_writer_at(home, api)  # Zotero is reachable again
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(home)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**_env(), "ZOTERO_API_KEY": API_KEY},
+        )
         try:
             assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
             delay = rng.uniform(*PUSH_DELAY_S)
@@ -299,8 +329,10 @@ def test_sigkill_during_outbox_push_then_recovery_writes_each_note_exactly_once(
             proc.wait(timeout=30)
         written_before = len(api.created_by_post)
         recovery = rng.choice([("outbox", "push"), ("sync",)])
-        print(f"[kill] seed={SEED} op=outbox-push n={n} after {delay:.2f}s: {written_before}/{PUSH_NOTES} "
-              f"written{' (push had finished)' if finished else ''}; recovery `zocrates-nb {' '.join(recovery)}`")
+        print(
+            f"[kill] seed={SEED} op=outbox-push n={n} after {delay:.2f}s: {written_before}/{PUSH_NOTES} "
+            f"written{' (push had finished)' if finished else ''}; recovery `zocrates-nb {' '.join(recovery)}`"
+        )
         api.latency_s = 0.0
         code, _, err = cli(home, *recovery)
         assert code == 0, err

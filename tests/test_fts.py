@@ -9,10 +9,34 @@ import pytest
 from zocrates_nb.index import fts
 from zocrates_nb.index.fts import ChunkRow, FtsDocument
 
-NASTY = ["multi-agent", "who's", "title:x", "NOT", "a AND", '"unbalanced', 'unbalanced"', "😀🔬",
-         '"multi-agent" NOT title:x', "AND OR NOT", "col:*", "x*", "(a OR b", "NEAR(a b)", "^start",
-         "a + b - c", 'say ""hi""', "'; DROP TABLE chunks; --", "ünïcödé café", "-", "   ", "",
-         "a" * 500, "foo:bar:baz", "{title text}: x", "wh\u200bo"]
+NASTY = [
+    "multi-agent",
+    "who's",
+    "title:x",
+    "NOT",
+    "a AND",
+    '"unbalanced',
+    'unbalanced"',
+    "😀🔬",
+    '"multi-agent" NOT title:x',
+    "AND OR NOT",
+    "col:*",
+    "x*",
+    "(a OR b",
+    "NEAR(a b)",
+    "^start",
+    "a + b - c",
+    'say ""hi""',
+    "'; DROP TABLE chunks; --",
+    "ünïcödé café",
+    "-",
+    "   ",
+    "",
+    "a" * 500,
+    "foo:bar:baz",
+    "{title text}: x",
+    "wh\u200bo",
+]
 
 
 @pytest.fixture
@@ -28,8 +52,9 @@ def _doc(key, kind="note", **kw):
 
 
 def _rows(key, texts, kind="note", **kw):
-    return [ChunkRow(chunk_id=f"{key}:{i}", key=key, kind=kind, text=t, chunk_index=i, **kw)
-            for i, t in enumerate(texts)]
+    return [
+        ChunkRow(chunk_id=f"{key}:{i}", key=key, kind=kind, text=t, chunk_index=i, **kw) for i, t in enumerate(texts)
+    ]
 
 
 def _put(conn, key, texts, kind="note", doc_kw=None, **kw):
@@ -77,13 +102,13 @@ def test_quoted_queries_match_literally(conn):
     match = fts.quote_fts("multi-agent")
     assert [k for _, k, _ in fts.search(conn, match, 10)] == ["AAAA2222"]
     assert _keys(conn, "who's") == ["AAAA2222"]
-    assert _keys(conn, "NOT") == []                       # a literal word, not an operator
+    assert _keys(conn, "NOT") == []  # a literal word, not an operator
     assert _keys(conn, "title:x") == []
 
 
 def test_natural_query_is_or_of_content_words(conn):
     assert fts.natural_query("What is the role of T-cells in cancer?") == '"role" OR "t" OR "cells" OR "cancer"'
-    assert fts.natural_query("the of") == '"the" OR "of"'    # only stopwords: keep them
+    assert fts.natural_query("the of") == '"the" OR "of"'  # only stopwords: keep them
     assert fts.natural_query("cancer cancer CANCER") == '"cancer"'
     _put(conn, "AAAA2222", ["T cells infiltrate tumours."])
     _put(conn, "BBBB3333", ["Cancer cells and T cells in the tumour microenvironment."])
@@ -101,7 +126,7 @@ def test_updates_keep_external_content_consistent(conn):
     """Update, shrink, re-grow and delete; integrity-check (content compared) passes throughout."""
     _put(conn, "AAAA2222", ["alpha one", "beta two", "gamma three"])
     fts.integrity_check(conn)
-    stale = _put(conn, "AAAA2222", ["alpha changed"])     # text changes, chunks 1-2 disappear
+    stale = _put(conn, "AAAA2222", ["alpha changed"])  # text changes, chunks 1-2 disappear
     assert sorted(stale) == ["AAAA2222:1", "AAAA2222:2"]
     fts.integrity_check(conn)
     assert _keys(conn, "one") == [] and _keys(conn, "gamma") == []
@@ -122,8 +147,10 @@ def test_updates_keep_external_content_consistent(conn):
 def test_integrity_check_detects_insert_or_replace_damage(conn):
     """The failure our UPSERT avoids: REPLACE skips the delete trigger and corrupts the index."""
     _put(conn, "AAAA2222", ["original words"])
-    conn.execute("INSERT OR REPLACE INTO chunks(chunk_id, key, kind, text) VALUES ('AAAA2222:0', 'AAAA2222', "
-                 "'note', 'replacement')")
+    conn.execute(
+        "INSERT OR REPLACE INTO chunks(chunk_id, key, kind, text) VALUES ('AAAA2222:0', 'AAAA2222', "
+        "'note', 'replacement')"
+    )
     with pytest.raises(sqlite3.DatabaseError):
         fts.integrity_check(conn)
 
@@ -137,11 +164,23 @@ def test_rollback_leaves_nothing(conn):
 
 
 def test_filters(conn):
-    _put(conn, "NOTE2222", ["spatial transcriptomics notes"], collections=("COLL2222", "Spatial"),
-         parent_key="PAPR2222", item_type="note")
+    _put(
+        conn,
+        "NOTE2222",
+        ["spatial transcriptomics notes"],
+        collections=("COLL2222", "Spatial"),
+        parent_key="PAPR2222",
+        item_type="note",
+    )
     _put(conn, "NOTE3333", ["spatial notes standalone"], collections=("COLL3333", "Methods"), item_type="note")
-    _put(conn, "PAPR2222", ["spatial transcriptomics paper"], kind="paper", item_type="journalArticle",
-         collections=("COLL2222", "Spatial"))
+    _put(
+        conn,
+        "PAPR2222",
+        ["spatial transcriptomics paper"],
+        kind="paper",
+        item_type="journalArticle",
+        collections=("COLL2222", "Spatial"),
+    )
     _put(conn, "PAPR3333", ["spatial preprint"], kind="paper", item_type="preprint")
     assert set(_keys(conn, "spatial")) == {"NOTE2222", "NOTE3333", "PAPR2222", "PAPR3333"}
     assert set(_keys(conn, "spatial", {"item_type": "note"})) == {"NOTE2222", "NOTE3333"}
@@ -173,8 +212,16 @@ def test_title_weight_is_persisted_as_rank(conn):
 
 
 def test_chunk_and_document_rows_round_trip(conn):
-    _put(conn, "AAAA2222", ["x one"], collections=("C1", "Name"), parent_key="PPPP2222", section="Intro",
-         item_type="note", doc_kw={"first_author": "Ståhl", "year": 2016, "abstract": "abs"})
+    _put(
+        conn,
+        "AAAA2222",
+        ["x one"],
+        collections=("C1", "Name"),
+        parent_key="PPPP2222",
+        section="Intro",
+        item_type="note",
+        doc_kw={"first_author": "Ståhl", "year": 2016, "abstract": "abs"},
+    )
     row = fts.chunk_rows(conn, ["AAAA2222:0", "missing"])
     assert list(row) == ["AAAA2222:0"]
     assert row["AAAA2222:0"].collections == ("C1", "Name") and row["AAAA2222:0"].section == "Intro"
@@ -199,11 +246,11 @@ from zocrates_nb.index import lexical, ranking  # noqa: E402
 def test_plan_terms_takes_the_rarest_words_within_the_budget():
     df = {"visium": 1, "barcode": 3, "tissue": 12, "study": 25, "cell": 60}
     plan = ranking.plan_terms(["cell", "visium", "tissue", "study", "barcode"], df, 60, share=0.1, floor=0)
-    assert plan.select == ("visium", "barcode")            # 1 + 3 <= 6 rows; tissue would exceed
-    assert plan.score_only == ("tissue", "study")          # still scored, in query order
-    assert plan.dropped == ("cell",) and plan.restricted    # in half the rows or more: bm25 IDF is 1e-6
+    assert plan.select == ("visium", "barcode")  # 1 + 3 <= 6 rows; tissue would exceed
+    assert plan.score_only == ("tissue", "study")  # still scored, in query order
+    assert plan.dropped == ("cell",) and plan.restricted  # in half the rows or more: bm25 IDF is 1e-6
     everyday = ranking.plan_terms(["cell", "study"], df, 60, share=0.1, floor=0)
-    assert everyday.select == ("study",) and everyday.dropped == ("cell",)   # the rarest word always selects
+    assert everyday.select == ("study",) and everyday.dropped == ("cell",)  # the rarest word always selects
     roomy = ranking.plan_terms(["visium", "tissue"], df, 60, share=0.1, floor=100)
     assert roomy.select == ("visium", "tissue") and not roomy.restricted
     assert ranking.plan_terms([], df, 60) == ranking.TermPlan(())
@@ -219,14 +266,20 @@ def test_plan_match_doubles_every_word_so_bm25_order_is_exact():
 def _library(conn, n=60):
     """cell in every chunk, study in 25, tissue in 12, barcode in 3, visium in 1."""
     for i in range(n):
-        words = ["cell"] + ["study"] * (i < 25) + ["tissue"] * (i % 5 == 0) + ["barcode"] * (i in (7, 19, 33)) \
-            + ["visium"] * (i == 19) + ["filler"] * (i % 3)
+        words = (
+            ["cell"]
+            + ["study"] * (i < 25)
+            + ["tissue"] * (i % 5 == 0)
+            + ["barcode"] * (i in (7, 19, 33))
+            + ["visium"] * (i == 19)
+            + ["filler"] * (i % 3)
+        )
         _put(conn, f"DOC{i:05d}", [" ".join(words)])
 
 
 @pytest.fixture
 def selective(conn, monkeypatch):
-    monkeypatch.setattr(ranking, "CANDIDATE_FLOOR", 0)     # the default floor would make 60 rows all candidates
+    monkeypatch.setattr(ranking, "CANDIDATE_FLOOR", 0)  # the default floor would make 60 rows all candidates
     _library(conn)
     sent = []
     real_search = fts.search
@@ -243,14 +296,18 @@ def test_common_words_no_longer_rank_half_the_index(conn, selective):
     plain = fts.search(conn, fts.natural_query(query), 3)
     selective.clear()
     found = lexical.lexical_search(conn, query, 3)
-    assert selective == ['("barcode" OR "visium") AND ("barcode" OR "visium" OR "cell" OR "study" OR "tissue" OR '
-                         '"cell" OR "study" OR "tissue")']           # no fallback to the plain OR
+    assert selective == [
+        '("barcode" OR "visium") AND ("barcode" OR "visium" OR "cell" OR "study" OR "tissue" OR '
+        '"cell" OR "study" OR "tissue")'
+    ]  # no fallback to the plain OR
     assert _matches(conn, selective[0]) == 3 and _matches(conn, fts.natural_query(query)) == 60
     # word counts stop just above the budget (6 rows of 60): a common word costs 7 rows to count
     assert lexical.DocumentFrequencies().lookup(conn, ["cell", "tissue", "visium"]) == (
-        60, {"cell": 7, "tissue": 7, "visium": 1})
-    assert [r[:2] for r in found] == [r[:2] for r in plain]          # same rows, same order
-    assert [r[2] for r in found] == pytest.approx([r[2] for r in plain])   # and plain bm25 scores
+        60,
+        {"cell": 7, "tissue": 7, "visium": 1},
+    )
+    assert [r[:2] for r in found] == [r[:2] for r in plain]  # same rows, same order
+    assert [r[2] for r in found] == pytest.approx([r[2] for r in plain])  # and plain bm25 scores
 
 
 def test_fewer_candidates_than_the_limit_fall_back_to_the_plain_query(conn, selective):
@@ -262,7 +319,7 @@ def test_fewer_candidates_than_the_limit_fall_back_to_the_plain_query(conn, sele
     _put(conn, "DOC00100", ["cell study"], parent_key="PAR")
     selective.clear()
     assert [k for _, k, _ in lexical.lexical_search(conn, query, 10, {"parent_key": "PAR"})] == ["DOC00100"]
-    assert selective == [fts.natural_query(query)]             # expected too few candidates: plain query at once
+    assert selective == [fts.natural_query(query)]  # expected too few candidates: plain query at once
 
 
 def test_a_broad_filter_keeps_the_restricted_plan(conn, selective):
@@ -279,15 +336,15 @@ def test_a_broad_filter_keeps_the_restricted_plan(conn, selective):
 
 def test_restricted_query_keeps_fts_as_the_driving_table(conn, selective):
     statements = []
-    conn.set_trace_callback(statements.append)               # the SQL as run, values bound
+    conn.set_trace_callback(statements.append)  # the SQL as run, values bound
     lexical.lexical_search(conn, "cell study tissue barcode visium", 3)
     conn.set_trace_callback(None)
     ranked = [s for s in statements if "ORDER BY" in s and "barcode" in s]
     assert len(ranked) == 1
     plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + ranked[0])]
     scans = [p for p in plan if p.startswith(("SCAN ", "SEARCH "))]
-    assert scans[0].startswith("SCAN chunks_fts VIRTUAL TABLE")          # FTS5 drives, ranks, limits
-    assert "SEARCH c USING INTEGER PRIMARY KEY (rowid=?)" in scans       # chunks only by rowid
+    assert scans[0].startswith("SCAN chunks_fts VIRTUAL TABLE")  # FTS5 drives, ranks, limits
+    assert "SEARCH c USING INTEGER PRIMARY KEY (rowid=?)" in scans  # chunks only by rowid
     assert not [p for p in scans if p.split()[1] == "c" and p.startswith("SCAN")]
 
 
@@ -298,8 +355,8 @@ def test_document_frequencies_follow_writes_of_any_connection(tmp_path):
     _put(mine, "AAAA2222", ["visium spots"])
     freq = lexical.DocumentFrequencies()
     assert freq.lookup(mine, ["visium", "absent"]) == (1, {"visium": 1, "absent": 0})
-    _put(mine, "BBBB3333", ["visium again"])                 # our own write
+    _put(mine, "BBBB3333", ["visium again"])  # our own write
     assert freq.lookup(mine, ["visium"]) == (2, {"visium": 2})
-    _put(other, "CCCC4444", ["visium and absent"])           # another kernel's write
+    _put(other, "CCCC4444", ["visium and absent"])  # another kernel's write
     assert freq.lookup(mine, ["visium", "absent"]) == (3, {"visium": 3, "absent": 1})
     mine.close(), other.close()

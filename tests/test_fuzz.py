@@ -19,12 +19,59 @@ from zocrates_nb.errors import QueryError, ZocratesError
 EXAMPLES = int(os.environ.get("ZOCRATES_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
-ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=200)   # surrogates included
-FTS_SYNTAX = st.lists(st.sampled_from(['"multi-agent"', "NOT", "AND", "OR", "title:x", "NEAR(a b)", "*", "^",
-                                       "(", ")", '"', "-", ":", "cell", "type", "{a b}", "+", "\\", "'"]),
-                      max_size=8).map(" ".join)
-TAGS = st.sampled_from(["p", "h1", "h2", "ul", "ol", "li", "table", "tr", "td", "pre", "code", "a", "img", "script",
-                        "style", "div", "span", "blockquote", "math", "svg", "iframe", "b"])
+ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=200)  # surrogates included
+FTS_SYNTAX = st.lists(
+    st.sampled_from(
+        [
+            '"multi-agent"',
+            "NOT",
+            "AND",
+            "OR",
+            "title:x",
+            "NEAR(a b)",
+            "*",
+            "^",
+            "(",
+            ")",
+            '"',
+            "-",
+            ":",
+            "cell",
+            "type",
+            "{a b}",
+            "+",
+            "\\",
+            "'",
+        ]
+    ),
+    max_size=8,
+).map(" ".join)
+TAGS = st.sampled_from(
+    [
+        "p",
+        "h1",
+        "h2",
+        "ul",
+        "ol",
+        "li",
+        "table",
+        "tr",
+        "td",
+        "pre",
+        "code",
+        "a",
+        "img",
+        "script",
+        "style",
+        "div",
+        "span",
+        "blockquote",
+        "math",
+        "svg",
+        "iframe",
+        "b",
+    ]
+)
 
 
 @st.composite
@@ -32,8 +79,18 @@ def note_html(draw) -> str:
     parts = []
     for _ in range(draw(st.integers(0, 12))):
         tag = draw(TAGS)
-        attrs = draw(st.sampled_from(["", ' href="javascript:alert(1)"', ' onerror="x()"', ' src="http://e/x.png"',
-                                      ' data-citation="%7B%22x%22%3A1%7D"', ' style="color:red"']))
+        attrs = draw(
+            st.sampled_from(
+                [
+                    "",
+                    ' href="javascript:alert(1)"',
+                    ' onerror="x()"',
+                    ' src="http://e/x.png"',
+                    ' data-citation="%7B%22x%22%3A1%7D"',
+                    ' style="color:red"',
+                ]
+            )
+        )
         body = draw(st.one_of(ANY_TEXT, st.just("<b>nested</b>"), st.just("&amp;&lt;&#0;&#xD800;")))
         parts.append(f"<{tag}{attrs}>{body}" + (draw(st.sampled_from([f"</{tag}>", ""]))))
     return "".join(parts)
@@ -68,7 +125,9 @@ def fuzz_workbench(demo_template, tmp_path_factory):
     wb.close()
 
 
-@given(query=st.one_of(ANY_TEXT, FTS_SYNTAX, st.binary(max_size=60).map(lambda b: b.decode("utf-8", "surrogateescape"))))
+@given(
+    query=st.one_of(ANY_TEXT, FTS_SYNTAX, st.binary(max_size=60).map(lambda b: b.decode("utf-8", "surrogateescape")))
+)
 @settings(max_examples=max(10, EXAMPLES // 2), deadline=None, suppress_health_check=list(HealthCheck))
 @example(query='"multi-agent" NOT title:x')
 @example(query="\ud800\udc00\udfff")
@@ -83,11 +142,24 @@ def test_any_query_searches_or_is_refused_clearly(fuzz_workbench, query):
         json.dumps(results.to_dict())
 
 
-JSON_VALUES = st.recursive(st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | ANY_TEXT,
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ANY_TEXT, inner, max_size=3),
-                           max_leaves=10)
-FIELDS = st.sampled_from(["base_url", "model", "models", "api_key_env", "timeout_s", "max_retries", "prices",
-                          "user_research_profile", "bogus"])
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ANY_TEXT, inner, max_size=3),
+    max_leaves=10,
+)
+FIELDS = st.sampled_from(
+    [
+        "base_url",
+        "model",
+        "models",
+        "api_key_env",
+        "timeout_s",
+        "max_retries",
+        "prices",
+        "user_research_profile",
+        "bogus",
+    ]
+)
 
 
 @st.composite
@@ -98,7 +170,7 @@ def rest_bodies(draw) -> bytes:
     if kind == 1:
         return json.dumps(draw(JSON_VALUES)).encode("utf-8", "surrogatepass")
     payload = draw(st.dictionaries(FIELDS, JSON_VALUES, max_size=4))
-    text = json.dumps(payload)             # \\ud800 escapes stay escapes: the server must decode them
+    text = json.dumps(payload)  # \\ud800 escapes stay escapes: the server must decode them
     return text.encode("utf-8")
 
 
@@ -119,5 +191,5 @@ def test_rest_bodies_and_config_values_are_applied_or_refused_clearly(tmp_path_f
     except ZocratesError as exc:
         assert exc.message
         return
-    json.loads(store.path.read_text(encoding="utf-8"))        # what was written reads back
+    json.loads(store.path.read_text(encoding="utf-8"))  # what was written reads back
     store.read()

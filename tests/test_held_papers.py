@@ -14,8 +14,10 @@ from zocrates_nb.corpus import held_papers
 def _from_manifests(wb) -> tuple[set, set]:
     corpus = wb.corpus
     manifests = [corpus.manifest(k) for k in corpus.keys(kind="paper")]
-    return ({normalize_doi(m.get("doi")) for m in manifests if normalize_doi(m.get("doi"))},
-            {normalize_title(m["title"]) for m in manifests})
+    return (
+        {normalize_doi(m.get("doi")) for m in manifests if normalize_doi(m.get("doi"))},
+        {normalize_title(m["title"]) for m in manifests},
+    )
 
 
 def test_online_identity_comes_from_the_table_without_reading_manifests(demo_workbench, monkeypatch):
@@ -45,7 +47,7 @@ def test_an_older_data_directory_is_backfilled_at_its_next_sync(demo_workbench):
         conn.execute("DROP TABLE held_papers")
         conn.execute("DROP TABLE held_papers_state")
     assert held_papers.load(demo_workbench.paths.meta_db) is None
-    fallback = LibraryIdentity.from_tools(demo_workbench.tools)          # reads the manifests meanwhile
+    fallback = LibraryIdentity.from_tools(demo_workbench.tools)  # reads the manifests meanwhile
     assert (fallback.dois, fallback.titles) == expected
     demo_workbench.sync(progress=False)
     held = held_papers.load(demo_workbench.paths.meta_db)

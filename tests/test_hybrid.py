@@ -15,8 +15,8 @@ from zocrates_nb.index.hybrid import HybridIndex, check_filters, prepare_query, 
 from zocrates_nb.index.ranking import unknown_collection_error, unknown_parent_error
 from zocrates_nb.paths import DataPaths
 
-
 # ---------------------------------------------------------------------------- pure parts
+
 
 def test_rrf_exact_scores_and_order():
     fused = rrf({"lexical": ["x", "y", "z"], "dense": ["y", "w"]}, k=60)
@@ -31,7 +31,10 @@ def test_rrf_exact_scores_and_order():
 def test_rrf_ties_duplicates_and_k():
     # x and y tie (1/1 + 1/2 each): first appearance wins, deterministically
     assert rrf({"a": ["x", "y"], "b": ["y", "x"]}, k=0) == [("x", 1.5), ("y", 1.5)]
-    assert rrf({"a": ["x", "x", "y"]}, k=0) == [("x", 1.0), ("y", 1 / 3)]  # a duplicate counts once, ranks are positions
+    assert rrf({"a": ["x", "x", "y"]}, k=0) == [
+        ("x", 1.0),
+        ("y", 1 / 3),
+    ]  # a duplicate counts once, ranks are positions
     assert rrf({}, k=60) == [] and rrf({"a": []}) == []
     with pytest.raises(ValueError):
         rrf({"a": ["x"]}, k=-1)
@@ -44,7 +47,7 @@ def test_prepare_query_rejects_empty_and_truncates_huge():
         assert err.value.hint
     text, notice = prepare_query("  spatial   transcriptomics ")
     assert (text, notice) == ("spatial transcriptomics", None)
-    huge = "deconvolution of spots " * 5000          # ~115 KB
+    huge = "deconvolution of spots " * 5000  # ~115 KB
     text, notice = prepare_query(huge)
     assert len(text) <= hybrid.MAX_QUERY_CHARS and text.startswith("deconvolution of spots")
     assert not text.endswith(" ") and "114,999" in notice and "first" in notice
@@ -59,7 +62,7 @@ def test_check_filters():
 
 
 def test_unknown_collection_and_parent_errors_name_the_value_and_the_choices():
-    known = ["CLNX2222", "Spatial", "CLNX3333", "Misc"]           # Zotero-shaped keys and names
+    known = ["CLNX2222", "Spatial", "CLNX3333", "Misc"]  # Zotero-shaped keys and names
     assert unknown_collection_error("Spatial", known) is None and unknown_collection_error("CLNX3333", known) is None
     error = unknown_collection_error("nonexistent", known)
     assert "'nonexistent'" in error.message
@@ -76,6 +79,7 @@ def test_unknown_collection_and_parent_errors_name_the_value_and_the_choices():
 
 # ---------------------------------------------------------------------------- a small indexed library
 
+
 @pytest.fixture(scope="module")
 def embedder():
     from zocrates_nb.index.embed import MiniLMEmbedder
@@ -83,27 +87,63 @@ def embedder():
     return MiniLMEmbedder()
 
 
-SECTION = ("Spatial barcoding captures messenger RNA from thin tissue sections on a glass slide. "
-           "Each spot records the expression of thousands of genes, and the positions are kept. ")
+SECTION = (
+    "Spatial barcoding captures messenger RNA from thin tissue sections on a glass slide. "
+    "Each spot records the expression of thousands of genes, and the positions are kept. "
+)
 
 
 def manifests():
     """(manifest, markdown) pairs in the shapes the corpus writes."""
-    paper_md = ("# Visualization of gene expression in tissue sections\n\n"
-                + "## Methods\n\n" + SECTION * 8 + "\n\n## Results\n\n"
-                + "Hippocampus and olfactory bulb regions were resolved by clustering. " * 20)
+    paper_md = (
+        "# Visualization of gene expression in tissue sections\n\n"
+        + "## Methods\n\n"
+        + SECTION * 8
+        + "\n\n## Results\n\n"
+        + "Hippocampus and olfactory bulb regions were resolved by clustering. " * 20
+    )
     return [
-        ({"key": "PAPR2222", "content_type": "text/paper", "item_type": "journalArticle",
-          "title": "Visualization of gene expression in tissue sections", "creators": ["Ståhl, Patrik"],
-          "year": 2016, "citation": "Ståhl et al., 2016", "collections": ["Spatial"],
-          "collection_keys": ["COLL2222"], "word_count": len(paper_md.split())}, paper_md),
-        ({"key": "NOTE2222", "content_type": "text/note", "item_type": "note", "title": "Deconvolution idea",
-          "parent_key": "PAPR2222", "parent_title": "Visualization of gene expression in tissue sections",
-          "collections": [], "collection_keys": [], "word_count": 12},
-         "Deconvolution idea\n\nUse single-cell references to deconvolve Visium spots."),
-        ({"key": "NOTE3333", "content_type": "text/note", "item_type": "note", "title": "Coffee grinders",
-          "collections": ["Misc"], "collection_keys": ["COLL3333"], "word_count": 9},
-         "Coffee grinders\n\nBurr grinders give a more even espresso."),
+        (
+            {
+                "key": "PAPR2222",
+                "content_type": "text/paper",
+                "item_type": "journalArticle",
+                "title": "Visualization of gene expression in tissue sections",
+                "creators": ["Ståhl, Patrik"],
+                "year": 2016,
+                "citation": "Ståhl et al., 2016",
+                "collections": ["Spatial"],
+                "collection_keys": ["COLL2222"],
+                "word_count": len(paper_md.split()),
+            },
+            paper_md,
+        ),
+        (
+            {
+                "key": "NOTE2222",
+                "content_type": "text/note",
+                "item_type": "note",
+                "title": "Deconvolution idea",
+                "parent_key": "PAPR2222",
+                "parent_title": "Visualization of gene expression in tissue sections",
+                "collections": [],
+                "collection_keys": [],
+                "word_count": 12,
+            },
+            "Deconvolution idea\n\nUse single-cell references to deconvolve Visium spots.",
+        ),
+        (
+            {
+                "key": "NOTE3333",
+                "content_type": "text/note",
+                "item_type": "note",
+                "title": "Coffee grinders",
+                "collections": ["Misc"],
+                "collection_keys": ["COLL3333"],
+                "word_count": 9,
+            },
+            "Coffee grinders\n\nBurr grinders give a more even espresso.",
+        ),
     ]
 
 
@@ -130,7 +170,7 @@ def test_modes_ranks_and_collapse(index):
     assert lexical[0].key == "NOTE2222" and lexical[0].ranks == {"lexical": 1, "dense": None}
     dense = index.search("how to split mixed spots into cell types", mode="dense")
     assert dense[0].ranks["lexical"] is None and dense[0].ranks["dense"] == 1
-    assert 0 < dense[0].score <= 1                                     # cosine similarity
+    assert 0 < dense[0].score <= 1  # cosine similarity
     fused = index.search("deconvolve Visium spots", k=3)
     assert fused[0].key == "NOTE2222"
     assert fused[0].ranks["lexical"] == 1 and fused[0].ranks["dense"] is not None
@@ -160,16 +200,21 @@ def test_child_note_provenance(index):
 
 def test_filters_apply_to_both_retrievers(index):
     for mode in ("lexical", "dense", "hybrid"):
-        assert {h.kind for h in index.search("espresso gene expression spots", mode=mode,
-                                             filters={"item_type": "note"})} == {"note"}
-        assert [h.key for h in index.search("espresso gene expression", mode=mode,
-                                            filters={"collection": "Spatial"})] == ["PAPR2222"]
-        assert [h.key for h in index.search("espresso gene expression", mode=mode,
-                                            filters={"collection": "COLL3333"})] == ["NOTE3333"]
-        assert [h.key for h in index.search("Visium gene expression", mode=mode,
-                                            filters={"parent_key": "PAPR2222"})] == ["NOTE2222"]
-        assert [h.key for h in index.search("gene anything", mode=mode,
-                                            filters={"item_type": "journalArticle"})] == ["PAPR2222"]
+        assert {
+            h.kind for h in index.search("espresso gene expression spots", mode=mode, filters={"item_type": "note"})
+        } == {"note"}
+        assert [
+            h.key for h in index.search("espresso gene expression", mode=mode, filters={"collection": "Spatial"})
+        ] == ["PAPR2222"]
+        assert [
+            h.key for h in index.search("espresso gene expression", mode=mode, filters={"collection": "COLL3333"})
+        ] == ["NOTE3333"]
+        assert [
+            h.key for h in index.search("Visium gene expression", mode=mode, filters={"parent_key": "PAPR2222"})
+        ] == ["NOTE2222"]
+        assert [h.key for h in index.search("gene anything", mode=mode, filters={"item_type": "journalArticle"})] == [
+            "PAPR2222"
+        ]
 
 
 def test_filters_naming_nothing_indexed_are_errors_not_empty_results(index):
@@ -193,7 +238,7 @@ def test_bad_queries(index):
     hits, notices = index.search_with_notices("espresso grinders " * 8000)
     assert hits[0].key == "NOTE3333" and "only its first" in notices[0]
     for nasty in ('"multi-agent" NOT title:x', "who's", "😀", "a AND", "NEAR(", "*"):
-        index.search(nasty)                           # never an FTS syntax error
+        index.search(nasty)  # never an FTS syntax error
 
 
 def test_unstage_update_and_rollback_keep_vectors_in_line(index, data_dir):
@@ -213,8 +258,9 @@ def test_unstage_update_and_rollback_keep_vectors_in_line(index, data_dir):
     # a transaction the corpus rolls back leaves neither rows nor vectors behind
     with pytest.raises(RuntimeError):
         with meta.write() as conn:
-            index.stage(conn, {"key": "GONE2222", "content_type": "text/note", "title": "gone", "word_count": 2},
-                        "rolled back")
+            index.stage(
+                conn, {"key": "GONE2222", "content_type": "text/note", "title": "gone", "word_count": 2}, "rolled back"
+            )
             raise RuntimeError("conversion failed later in the transaction")
     index.commit_vectors()
     assert "GONE2222:0" not in index.vectors.all_ids()
@@ -242,7 +288,7 @@ def test_too_many_missing_vectors_need_an_explicit_repair(index, data_dir, embed
     with pytest.raises(IndexCorruptError) as err:
         reopened.search("Visium", mode="dense")
     assert "missing" in err.value.message and "rebuild" in err.value.hint
-    hits, notices = reopened.search_with_notices("Visium deconvolution")   # hybrid degrades to lexical
+    hits, notices = reopened.search_with_notices("Visium deconvolution")  # hybrid degrades to lexical
     assert hits[0].key == "NOTE2222" and hits[0].ranks["dense"] is None
     assert "Dense retrieval is unavailable" in notices[0]
     assert reopened.reconcile() == {"embedded": reopened.stats()["chunks"], "deleted": 0}
@@ -254,7 +300,7 @@ def test_a_first_sync_bigger_than_the_repair_limit_embeds_everything(data_dir, e
     """New chunks are not 'missing vectors': a big first sync must not trip the auto-repair limit."""
     paths = DataPaths(data_dir)
     fresh = HybridIndex(paths, {}, embedder=embedder, auto_repair_limit=1)
-    stage_all(fresh, paths)                                   # several chunks in one commit_vectors
+    stage_all(fresh, paths)  # several chunks in one commit_vectors
     chunks = fresh.stats()["chunks"]
     assert chunks > 1 and fresh.vectors.count() == chunks
     assert fresh.search("Visium deconvolution", mode="dense")[0].key == "NOTE2222"
@@ -284,7 +330,7 @@ def test_rebuild_from_bundles_alone(data_dir, embedder):
         write_bundle(paths.corpus, manifest["key"], {**manifest, "okf_version": "0.2"}, markdown)
     idx = HybridIndex(paths, {}, embedder=embedder)
     with pytest.raises(IndexCorruptError, match="empty although the corpus"):
-        idx.search("Visium")                                 # FTS lost, bundles present → detected
+        idx.search("Visium")  # FTS lost, bundles present → detected
     assert idx.rebuild() == {"documents": 3, "chunks": idx.stats()["chunks"], "skipped": []}
     assert idx.search("Visium deconvolution")[0].key == "NOTE2222"
     assert idx.stats()["vectors"] == idx.stats()["chunks"]
@@ -330,16 +376,22 @@ def test_parallel_and_serial_hybrid_search_agree(index, data_dir, embedder):
     """FTS on the worker thread beside the embedding gives exactly the serial results, for every query."""
     serial = HybridIndex(DataPaths(data_dir), {"search": {"parallel": False}}, embedder=embedder)
     assert index.parallel and not serial.parallel
-    for query in ("deconvolve Visium spots", "tissue sections gene expression", "espresso",
-                  "hippocampus olfactory bulb clustering", "zzzz nothing matches this"):
+    for query in (
+        "deconvolve Visium spots",
+        "tissue sections gene expression",
+        "espresso",
+        "hippocampus olfactory bulb clustering",
+        "zzzz nothing matches this",
+    ):
         for filters in (None, {"item_type": "note"}, {"parent_key": "PAPR2222"}):
             both = [idx.search(query, k=5, filters=filters) for idx in (index, serial)]
-            assert [(h.chunk_id, h.score, h.ranks) for h in both[0]] == [(h.chunk_id, h.score, h.ranks)
-                                                                         for h in both[1]]
-    assert index._pool is not None and serial._pool is None      # the worker really ran
+            assert [(h.chunk_id, h.score, h.ranks) for h in both[0]] == [
+                (h.chunk_id, h.score, h.ranks) for h in both[1]
+            ]
+    assert index._pool is not None and serial._pool is None  # the worker really ran
     serial.close()
     index.close()
-    assert index._pool is None                                    # close() stops the worker
+    assert index._pool is None  # close() stops the worker
 
 
 def test_a_failing_dense_side_does_not_strand_the_fts_worker(index, monkeypatch):
@@ -349,13 +401,13 @@ def test_a_failing_dense_side_does_not_strand_the_fts_worker(index, monkeypatch)
         def embed(self, texts):
             raise ZocratesError("The embedder broke.", hint="Reinstall it.")
 
-    index.search("Visium", k=1)                                   # store open and reconciled
+    index.search("Visium", k=1)  # store open and reconciled
     monkeypatch.setattr(index, "_embedder", Broken())
     with pytest.raises(ZocratesError, match="embedder broke"):
-        index.search("deconvolve Visium spots")                   # search(): no fallback
+        index.search("deconvolve Visium spots")  # search(): no fallback
     hits, notices = index.search_with_notices("deconvolve Visium spots")
     assert hits[0].key == "NOTE2222" and "Dense retrieval is unavailable" in notices[0]
-    assert index.search("deconvolve Visium spots", mode="lexical")[0].key == "NOTE2222"   # lock was released
+    assert index.search("deconvolve Visium spots", mode="lexical")[0].key == "NOTE2222"  # lock was released
 
 
 def test_vector_search_beam_is_widened_for_new_and_old_collections(data_dir, monkeypatch):
@@ -365,10 +417,13 @@ def test_vector_search_beam_is_widened_for_new_and_old_collections(data_dir, mon
     from zocrates_nb.index import vectors
 
     paths = DataPaths(data_dir)
-    monkeypatch.setattr(vectors, "HNSW_EF_SEARCH", 100)         # a collection made before the change
+    monkeypatch.setattr(vectors, "HNSW_EF_SEARCH", 100)  # a collection made before the change
     old = vectors.VectorStore(paths, model_id="m", dim=3)
-    old.upsert(["a:0", "b:0"], np.eye(3)[:2], [vectors.chunk_metadata(key=k, kind="note", item_type="note",
-                                                                      title="", chunk_index=0) for k in "ab"])
+    old.upsert(
+        ["a:0", "b:0"],
+        np.eye(3)[:2],
+        [vectors.chunk_metadata(key=k, kind="note", item_type="note", title="", chunk_index=0) for k in "ab"],
+    )
     assert old._handle.collection.configuration_json["hnsw"]["ef_search"] == 100
     old.close()
     monkeypatch.setattr(vectors, "HNSW_EF_SEARCH", 400)
@@ -397,7 +452,7 @@ def test_the_vector_store_can_be_wired_in_and_is_opened_only_on_dense_use(data_d
         for manifest, markdown in manifests():
             idx.stage(conn, manifest, markdown)
     meta.close()
-    assert idx.search("Visium", mode="lexical")[0].key and opened == []     # lexical search opens no store
+    assert idx.search("Visium", mode="lexical")[0].key and opened == []  # lexical search opens no store
     idx.commit_vectors()
     assert opened == [(embedder.model_id, embedder.dim)]
     assert idx.search("deconvolve Visium spots", mode="dense")[0].key == "NOTE2222"

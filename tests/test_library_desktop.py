@@ -23,14 +23,29 @@ def build_library(zotero_dir: Path, variant: str) -> ZoteroDB:
     db.add_collection("SPATIAL2", "Spatial")
     db.add_collection("MTHDS222", "Methods", parent="SPATIAL2")
     db.add_collection("XTRASTF2", "Old stuff")
-    db.add_paper("PAPER222", "Visualization and analysis of gene expression in tissue sections",
-                 creators=[("Patrik L.", "Ståhl", "author"), ("Fredrik", "Salmén", "author"),
-                           ("Ann", "Editor", "editor"), ("Joakim", "Lundeberg", "author")],
-                 date="2016-07-01 July 1, 2016", doi="10.1126/science.aaf2403",
-                 abstract="Spatial transcriptomics.", publication="Science", collections=["SPATIAL2"])
+    db.add_paper(
+        "PAPER222",
+        "Visualization and analysis of gene expression in tissue sections",
+        creators=[
+            ("Patrik L.", "Ståhl", "author"),
+            ("Fredrik", "Salmén", "author"),
+            ("Ann", "Editor", "editor"),
+            ("Joakim", "Lundeberg", "author"),
+        ],
+        date="2016-07-01 July 1, 2016",
+        doi="10.1126/science.aaf2403",
+        abstract="Spatial transcriptomics.",
+        publication="Science",
+        collections=["SPATIAL2"],
+    )
     db.add_paper("PAPER333", "A trashed paper", creators=[("", "Consortium", "author")], date="2019-00-00 2019")
-    db.add_paper("PAPER444", "Only editors", creators=[("Eve", "Ed", "editor")], date="spring 2021",
-                 extra="DOI: 10.1000/xyz123\nPMID: 1")
+    db.add_paper(
+        "PAPER444",
+        "Only editors",
+        creators=[("Eve", "Ed", "editor")],
+        date="spring 2021",
+        extra="DOI: 10.1000/xyz123\nPMID: 1",
+    )
     db.add_note("STAND222", NOTE_HTML, collections=["SPATIAL2", "MTHDS222"])
     db.add_note("CHILD222", "<p>Child of Ståhl.</p>", parent="PAPER222")
     db.add_note("CHILD333", "<p>Child of a trashed paper.</p>", parent="PAPER333")
@@ -60,7 +75,7 @@ def test_reads_notes_papers_collections_on_every_schema(zotero_dir):
     notes = {n.key: n for n in snap.notes}
     # trashed directly, trashed through the parent, attachment notes, group library: all absent
     assert set(notes) == {"STAND222", "CHILD222", "LEGACY22"}
-    assert notes["STAND222"].html == NOTE_HTML                      # znv1 wrapper stripped
+    assert notes["STAND222"].html == NOTE_HTML  # znv1 wrapper stripped
     assert notes["STAND222"].collections == ("SPATIAL2", "MTHDS222")
     assert notes["STAND222"].parent_key is None
     assert notes["CHILD222"].parent_key == "PAPER222" and notes["CHILD222"].collections == ()
@@ -69,9 +84,9 @@ def test_reads_notes_papers_collections_on_every_schema(zotero_dir):
     colls = {c.key: c for c in snap.collections}
     assert colls["MTHDS222"].parent_key == "SPATIAL2" and colls["SPATIAL2"].name == "Spatial"
     papers = {p.key: p for p in snap.papers}
-    assert set(papers) == {"PAPER222", "PAPER444"}                  # trashed paper excluded
+    assert set(papers) == {"PAPER222", "PAPER444"}  # trashed paper excluded
     p = papers["PAPER222"]
-    assert p.creators == ("Ståhl, Patrik L.", "Salmén, Fredrik", "Lundeberg, Joakim")   # order, authors only
+    assert p.creators == ("Ståhl, Patrik L.", "Salmén, Fredrik", "Lundeberg, Joakim")  # order, authors only
     assert (p.year, p.date, p.doi, p.publication) == (2016, "July 1, 2016", "10.1126/science.aaf2403", "Science")
     assert p.abstract == "Spatial transcriptomics." and p.collections == ("SPATIAL2",)
     assert p.fulltext == "Full text of the PDF.\n\nSecond paragraph."
@@ -110,14 +125,16 @@ def test_live_zotero10_exclusive_wal_is_read_through_a_snapshot(tmp_path):
     db_path = zdir / "zotero.sqlite"
     live = sqlite3.connect(str(db_path), isolation_level=None)
     live.execute("PRAGMA locking_mode=EXCLUSIVE")
-    live.execute("PRAGMA wal_autocheckpoint=0")      # keep the new note in the -wal file
+    live.execute("PRAGMA wal_autocheckpoint=0")  # keep the new note in the -wal file
     (note_type,) = live.execute("SELECT itemTypeID FROM itemTypes WHERE typeName='note'").fetchone()
     live.execute("BEGIN IMMEDIATE")
     cur = live.execute("INSERT INTO items(itemTypeID, libraryID, key) VALUES (?, 1, 'WALNOTE2')", (note_type,))
-    live.execute("INSERT INTO itemNotes VALUES (?, NULL, ?, '')",
-                 (cur.lastrowid, '<div class="zotero-note znv1"><p>only in the WAL</p></div>'))
+    live.execute(
+        "INSERT INTO itemNotes VALUES (?, NULL, ?, '')",
+        (cur.lastrowid, '<div class="zotero-note znv1"><p>only in the WAL</p></div>'),
+    )
     live.execute("COMMIT")
-    live.execute("BEGIN IMMEDIATE")                  # and a write still open, as Zotero mid-save
+    live.execute("BEGIN IMMEDIATE")  # and a write still open, as Zotero mid-save
     cur = live.execute("INSERT INTO items(itemTypeID, libraryID, key) VALUES (?, 1, 'UNCOMMIT')", (note_type,))
     live.execute("INSERT INTO itemNotes VALUES (?, NULL, '<p>x</p>', '')", (cur.lastrowid,))
     try:
@@ -130,7 +147,7 @@ def test_live_zotero10_exclusive_wal_is_read_through_a_snapshot(tmp_path):
         note = lib.get_note("WALNOTE2")
         assert note is not None and note.html == "<p>only in the WAL</p>"
         assert lib.get_note("UNCOMMIT") is None
-        assert hashlib.sha256(db_path.read_bytes()).hexdigest() == before      # original untouched
+        assert hashlib.sha256(db_path.read_bytes()).hexdigest() == before  # original untouched
     finally:
         live.execute("ROLLBACK")
         live.close()
@@ -140,7 +157,7 @@ def test_snapshot_refreshes_only_when_the_file_changes(tmp_path):
     db = build_library(tmp_path / "z", "9")
     lib = ZoteroDesktopLibrary(sqlite_path=tmp_path / "z" / "zotero.sqlite")
     first = lib.snapshot()
-    assert lib.snapshot() is first                   # unchanged file → same snapshot, no copy
+    assert lib.snapshot() is first  # unchanged file → same snapshot, no copy
     db.add_note("NEWNOTE2", "<p>added later</p>")
     db.close()
     st = (tmp_path / "z" / "zotero.sqlite").stat()
@@ -188,9 +205,16 @@ def test_unreadable_file_is_reported_as_locked(tmp_path):
         path.chmod(0o644)
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("2005-00-00 2005", ("2005", 2005)), ("2012-00-04 04 2012", ("04 2012", 2012)),
-    ("0000-00-00 n.d.", ("n.d.", None)), ("circa 1999", ("circa 1999", 1999)), ("", ("", None))])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("2005-00-00 2005", ("2005", 2005)),
+        ("2012-00-04 04 2012", ("04 2012", 2012)),
+        ("0000-00-00 n.d.", ("n.d.", None)),
+        ("circa 1999", ("circa 1999", 1999)),
+        ("", ("", None)),
+    ],
+)
 def test_parse_zotero_date(value, expected):
     assert parse_zotero_date(value) == expected
 
@@ -217,13 +241,12 @@ def test_note_with_non_utf8_bytes_does_not_fail_the_read_or_the_sync(tmp_path, s
         item_id = db.add_note("BYTENOTE", "x")
         cast = "?" if storage == "blob" else "CAST(? AS TEXT)"
         db.conn.execute(f"UPDATE itemNotes SET note = {cast} WHERE itemID = ?", (raw, item_id))
-        db.conn.execute(f"UPDATE itemDataValues SET value = {cast} WHERE value = 'placeholder'",
-                        (b"Title \xff",))
+        db.conn.execute(f"UPDATE itemDataValues SET value = {cast} WHERE value = 'placeholder'", (b"Title \xff",))
     library = ZoteroDesktopLibrary(sqlite_path=db_path)
     snap = library.snapshot()
     notes = {n.key: n.html for n in snap.notes}
     assert notes["GOODNOTE"] == "<p>a good note</p>"
-    assert notes["BYTENOTE"] == b"<p>Caf\xe9 \xff bytes</p>"         # wrapper stripped, bytes kept
+    assert notes["BYTENOTE"] == b"<p>Caf\xe9 \xff bytes</p>"  # wrapper stripped, bytes kept
     assert snap.papers[0].title == "Title \ufffd"
     assert strip_note_wrapper(raw) == b"<p>Caf\xe9 \xff bytes</p>"
     corpus = Corpus(DataPaths(tmp_path / "data").ensure(), library)

@@ -23,25 +23,57 @@ NOTE = '<div data-schema-version="9"><h1>{title}</h1>\n<p>{body}</p>\n</div>'
 def write_content(root: Path, *, extra_note: bool = False) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "notes").mkdir(exist_ok=True)
-    (root / "collections.json").write_text(json.dumps([
-        {"key": "SPATIAL2", "name": "Spatial", "parent_key": None},
-        {"key": "MTHDS222", "name": "Methods", "parent_key": "SPATIAL2"}]))
-    (root / "papers.json").write_text(json.dumps([
-        {"key": "PAPER222", "item_type": "journalArticle", "title": "Spatial transcriptomics",
-         "creators": ["Ståhl, Patrik L.", "Salmén, Fredrik", "Lundeberg, Joakim"], "year": 2016,
-         "date": "2016-07-01", "doi": "10.1126/science.aaf2403", "publication": "Science",
-         "abstract": "We present ST.", "fulltext": "Para one.\n\nPara two.", "collections": ["SPATIAL2"]},
-        {"key": "PAPER333", "item_type": "preprint", "title": "A second paper", "creators": ["Doe, Jane"],
-         "year": 2021, "date": "2021", "doi": None, "publication": "", "abstract": None, "fulltext": None,
-         "collections": []}]))
-    notes = [{"key": "STAND222", "parent_key": None, "collections": ["SPATIAL2", "MTHDS222"], "file": "STAND222.html"},
-             {"key": "CHILD222", "parent_key": "PAPER222", "collections": [], "file": "CHILD222.html"},
-             {"key": "CHILD333", "parent_key": "PAPER333", "collections": [], "file": "CHILD333.html"}]
+    (root / "collections.json").write_text(
+        json.dumps(
+            [
+                {"key": "SPATIAL2", "name": "Spatial", "parent_key": None},
+                {"key": "MTHDS222", "name": "Methods", "parent_key": "SPATIAL2"},
+            ]
+        )
+    )
+    (root / "papers.json").write_text(
+        json.dumps(
+            [
+                {
+                    "key": "PAPER222",
+                    "item_type": "journalArticle",
+                    "title": "Spatial transcriptomics",
+                    "creators": ["Ståhl, Patrik L.", "Salmén, Fredrik", "Lundeberg, Joakim"],
+                    "year": 2016,
+                    "date": "2016-07-01",
+                    "doi": "10.1126/science.aaf2403",
+                    "publication": "Science",
+                    "abstract": "We present ST.",
+                    "fulltext": "Para one.\n\nPara two.",
+                    "collections": ["SPATIAL2"],
+                },
+                {
+                    "key": "PAPER333",
+                    "item_type": "preprint",
+                    "title": "A second paper",
+                    "creators": ["Doe, Jane"],
+                    "year": 2021,
+                    "date": "2021",
+                    "doi": None,
+                    "publication": "",
+                    "abstract": None,
+                    "fulltext": None,
+                    "collections": [],
+                },
+            ]
+        )
+    )
+    notes = [
+        {"key": "STAND222", "parent_key": None, "collections": ["SPATIAL2", "MTHDS222"], "file": "STAND222.html"},
+        {"key": "CHILD222", "parent_key": "PAPER222", "collections": [], "file": "CHILD222.html"},
+        {"key": "CHILD333", "parent_key": "PAPER333", "collections": [], "file": "CHILD333.html"},
+    ]
     if extra_note:
         notes.append({"key": "EXTRA222", "parent_key": None, "collections": [], "file": "EXTRA222.html"})
     for n in notes:
-        (root / "notes" / n["file"]).write_text(NOTE.format(title=n["key"], body="Body of " + n["key"]),
-                                                encoding="utf-8")
+        (root / "notes" / n["file"]).write_text(
+            NOTE.format(title=n["key"], body="Body of " + n["key"]), encoding="utf-8"
+        )
     (root / "notes.json").write_text(json.dumps(notes))
     return root
 
@@ -70,7 +102,11 @@ def test_seeded_snapshot_and_lookups(lib):
     paper = lib.get_paper("PAPER222")
     assert paper.creators == ("Ståhl, Patrik L.", "Salmén, Fredrik", "Lundeberg, Joakim")
     assert (paper.year, paper.doi, paper.fulltext, paper.citation) == (
-        2016, "10.1126/science.aaf2403", "Para one.\n\nPara two.", "Ståhl et al., 2016")
+        2016,
+        "10.1126/science.aaf2403",
+        "Para one.\n\nPara two.",
+        "Ståhl et al., 2016",
+    )
     assert lib.get_note("NOPE2222") is None and lib.get_paper("STAND222") is None
 
 
@@ -91,7 +127,7 @@ def test_create_child_and_standalone_notes(lib):
         lib.create_note("<p>x</p>", collection_keys=["NOCOLL22"])
     with pytest.raises(LibraryError, match="empty"):
         lib.create_note("  \n", parent_key="PAPER222")
-    assert len(lib.snapshot().notes) == 5                    # refused notes were not half-written
+    assert len(lib.snapshot().notes) == 5  # refused notes were not half-written
 
 
 def test_update_bumps_version_and_date(lib):
@@ -111,7 +147,7 @@ def test_trash_rules_self_and_parent(lib):
     snap = lib.snapshot()
     assert {n.key for n in snap.notes} == {"CHILD333"} and {p.key for p in snap.papers} == {"PAPER333"}
     with pytest.raises(NotFoundError):
-        lib.update_note("CHILD222", "<p>x</p>")              # a note under a trashed paper is in the trash
+        lib.update_note("CHILD222", "<p>x</p>")  # a note under a trashed paper is in the trash
     with pytest.raises(NotFoundError):
         lib.trash_note("STAND222")
     with pytest.raises(NotFoundError):
@@ -125,10 +161,10 @@ def test_reseed_is_idempotent_and_keeps_user_changes(tmp_path, content):
     lib.trash_note("STAND222")
     mine = lib.create_note("<p>new</p>", parent_key="PAPER222")
     lib.close()
-    lib = DemoLibrary(db, content)                           # same content: nothing re-inserted
+    lib = DemoLibrary(db, content)  # same content: nothing re-inserted
     assert lib.get_note("CHILD222").html == "<p>mine</p>" and lib.get_note("STAND222") is None
     lib.close()
-    write_content(content, extra_note=True)                  # newer package content: only the new note arrives
+    write_content(content, extra_note=True)  # newer package content: only the new note arrives
     lib = DemoLibrary(db, content)
     assert lib.get_note("EXTRA222") is not None and lib.get_note(mine.key) is not None
     assert lib.get_note("CHILD222").html == "<p>mine</p>" and lib.get_note("STAND222") is None
@@ -138,7 +174,7 @@ def test_reseed_is_idempotent_and_keeps_user_changes(tmp_path, content):
 def test_bad_content_is_refused_with_file_and_key(tmp_path):
     content = write_content(tmp_path / "c")
     notes = json.loads((content / "notes.json").read_text())
-    notes[1]["collections"] = ["SPATIAL2"]                   # a child note with collections
+    notes[1]["collections"] = ["SPATIAL2"]  # a child note with collections
     (content / "notes.json").write_text(json.dumps(notes))
     with pytest.raises(LibraryError, match="CHILD222"):
         DemoLibrary(tmp_path / "a.sqlite", content)
@@ -159,8 +195,7 @@ def _worker(db: str, content: str, n: int, out) -> None:
 def test_several_processes_seed_and_write_safely(tmp_path, content):
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(str(tmp_path / "demo.sqlite"), str(content), 5, out))
-             for _ in range(2)]
+    procs = [ctx.Process(target=_worker, args=(str(tmp_path / "demo.sqlite"), str(content), 5, out)) for _ in range(2)]
     for p in procs:
         p.start()
     keys = [k for _ in procs for k in out.get(timeout=120)]
@@ -170,7 +205,7 @@ def test_several_processes_seed_and_write_safely(tmp_path, content):
     lib = DemoLibrary(tmp_path / "demo.sqlite", content)
     snap = lib.snapshot()
     assert len(keys) == len(set(keys)) == 10
-    assert {n.key for n in snap.notes} >= set(keys) and len(snap.notes) == 13    # seeded once, no duplicates
+    assert {n.key for n in snap.notes} >= set(keys) and len(snap.notes) == 13  # seeded once, no duplicates
     conn = sqlite3.connect(str(tmp_path / "demo.sqlite"))
     assert conn.execute("SELECT count(*) FROM papers").fetchone()[0] == 2
     conn.close()
@@ -185,7 +220,7 @@ def test_threads_share_one_library(lib):
             for j in range(5):
                 note = lib.create_note(f"<p>{i}-{j}</p>", collection_keys=["SPATIAL2"])
                 assert lib.get_note(note.key).html == f"<p>{i}-{j}</p>"
-        except Exception as exc:          # collected and asserted below
+        except Exception as exc:  # collected and asserted below
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
@@ -211,8 +246,9 @@ def test_open_source_picks_from_config(tmp_path, content):
     demo = open_source(paths, {"library": {"source": "demo", "content_dir": str(content)}})
     assert isinstance(demo, DemoLibrary) and demo.db_path == paths.demo_library
     demo.close()
-    assert isinstance(open_source(paths, {"library": {"source": "zotero-dir", "zotero_dir": str(tmp_path)}}),
-                      ZoteroDesktopLibrary)
+    assert isinstance(
+        open_source(paths, {"library": {"source": "zotero-dir", "zotero_dir": str(tmp_path)}}), ZoteroDesktopLibrary
+    )
     with pytest.raises(ConfigError, match="sqlite_path"):
         open_source(paths, {"library": {"source": "zotero-sqlite"}})
     with pytest.raises(ConfigError, match="library_id"):

@@ -31,8 +31,14 @@ def events(tmp_path) -> Events:
 
 
 def settings(base_url: str, **over) -> LLMSettings:
-    fields = {"base_url": base_url, "model": "gpt-test", "models": {"coordinator": "gpt-router"},
-              "prices": {"gpt-test": {"prompt": 2.0, "completion": 8.0}}, "timeout_s": 5, "max_retries": 2}
+    fields = {
+        "base_url": base_url,
+        "model": "gpt-test",
+        "models": {"coordinator": "gpt-router"},
+        "prices": {"gpt-test": {"prompt": 2.0, "completion": 8.0}},
+        "timeout_s": 5,
+        "max_retries": 2,
+    }
     fields.update(over)
     return LLMSettings(**fields)
 
@@ -43,10 +49,10 @@ def client(server: FakeOpenAI, events=None, key=KEY, **over) -> LLMClient:
 
 def test_non_streaming_reply_usage_cost_and_event(events):
     with FakeOpenAI() as server:
-        server.queue(reply("Hello there", usage={"prompt_tokens": 1000, "completion_tokens": 500,
-                                                 "total_tokens": 1500}))
-        out = client(server, events).chat("library_synthesizer", [{"role": "user", "content": "hi"}],
-                                          profile_tokens=7)
+        server.queue(
+            reply("Hello there", usage={"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500})
+        )
+        out = client(server, events).chat("library_synthesizer", [{"role": "user", "content": "hi"}], profile_tokens=7)
         assert server.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
         assert server.bodies()[0]["model"] == "gpt-test"
     assert out.content == "Hello there" and out.tool_calls == []
@@ -68,10 +74,14 @@ def test_model_per_role_and_unpriced_model_has_no_cost():
 def test_streaming_calls_back_and_reads_usage_from_final_chunk():
     tokens: list[str] = []
     with FakeOpenAI() as server:
-        server.queue(reply("Streaming works in several pieces.", pieces=5,
-                           usage={"prompt_tokens": 11, "completion_tokens": 6, "total_tokens": 17}))
-        out = client(server).chat("library_synthesizer", [{"role": "user", "content": "x"}],
-                                  stream_cb=tokens.append)
+        server.queue(
+            reply(
+                "Streaming works in several pieces.",
+                pieces=5,
+                usage={"prompt_tokens": 11, "completion_tokens": 6, "total_tokens": 17},
+            )
+        )
+        out = client(server).chat("library_synthesizer", [{"role": "user", "content": "x"}], stream_cb=tokens.append)
         body = server.bodies()[0]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert len(tokens) >= 4 and "".join(tokens) == out.content == "Streaming works in several pieces."
@@ -82,10 +92,12 @@ def test_streaming_calls_back_and_reads_usage_from_final_chunk():
 def test_tool_calls_are_taken_from_the_tool_calls_field(stream):
     with FakeOpenAI() as server:
         server.queue(reply("", [call("search_corpus", query="cell atlas", k=5), call("get_document_toc", key="K")]))
-        out = client(server).chat("library_search", [{"role": "user", "content": "q"}],
-                                  tools=[{"type": "function", "function": {"name": "search_corpus",
-                                                                           "parameters": {"type": "object"}}}],
-                                  stream_cb=(lambda _t: None) if stream else None)
+        out = client(server).chat(
+            "library_search",
+            [{"role": "user", "content": "q"}],
+            tools=[{"type": "function", "function": {"name": "search_corpus", "parameters": {"type": "object"}}}],
+            stream_cb=(lambda _t: None) if stream else None,
+        )
         assert server.bodies()[0]["tools"][0]["function"]["name"] == "search_corpus"
     assert [c.name for c in out.tool_calls] == ["search_corpus", "get_document_toc"]
     assert out.tool_calls[0].parsed_arguments() == {"query": "cell atlas", "k": 5}
@@ -150,17 +162,17 @@ def test_500_then_success_streams_once():
     tokens: list[str] = []
     with FakeOpenAI() as server:
         server.queue(server_error(), reply("ok now"))
-        out = client(server).chat("library_synthesizer", [{"role": "user", "content": "x"}],
-                                  stream_cb=tokens.append)
+        out = client(server).chat("library_synthesizer", [{"role": "user", "content": "x"}], stream_cb=tokens.append)
     assert out.content == "ok now" == "".join(tokens)
 
 
 def test_a_read_timeout_is_retried_and_the_success_is_recorded_once(events):
     with FakeOpenAI() as server:
-        server.queue(stall(1.5), reply("after the stall", usage={"prompt_tokens": 11, "completion_tokens": 3,
-                                                                   "total_tokens": 14}))
-        out = client(server, events, timeout_s=0.5).chat("library_synthesizer",
-                                                         [{"role": "user", "content": "x"}])
+        server.queue(
+            stall(1.5),
+            reply("after the stall", usage={"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}),
+        )
+        out = client(server, events, timeout_s=0.5).chat("library_synthesizer", [{"role": "user", "content": "x"}])
         assert len(server.requests) == 2
     assert out.content == "after the stall" and out.usage["retries"] == 1
     llm_events = [fields for kind, fields in events.records if kind == "llm"]
@@ -174,7 +186,8 @@ def test_timeouts_on_every_attempt_name_the_endpoint_and_the_setting(events):
         server.queue(stall(1.5), stall(1.5))
         with pytest.raises(LLMError) as info:
             client(server, events, timeout_s=0.5, max_retries=1).chat(
-                "library_synthesizer", [{"role": "user", "content": "x"}])
+                "library_synthesizer", [{"role": "user", "content": "x"}]
+            )
         assert len(server.requests) == 2  # first try + max_retries=1
     error_ = info.value
     assert server.base_url in error_.message and "in time" in error_.message and "1 retries" in error_.message
@@ -226,6 +239,7 @@ def test_repr_and_helpers_never_show_the_key():
 def test_a_failing_stream_callback_is_not_disguised_as_an_endpoint_error():
     def broken(_text: str) -> None:
         raise RuntimeError("widget went away")
+
     with FakeOpenAI() as server:
         server.queue(reply("some text"))
         with pytest.raises(RuntimeError, match="widget went away"):

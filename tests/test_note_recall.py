@@ -30,13 +30,21 @@ def count_tokens():
 
 LONG_NOTE = "# Plan\n\n" + "\n\n".join(
     f"Paragraph {i}: the germinal centre light zone B cells cycle to the dark zone where somatic "
-    f"hypermutation diversifies immunoglobulin genes, measured on slide LN-0{i % 4} with Xenium." for i in range(40))
+    f"hypermutation diversifies immunoglobulin genes, measured on slide LN-0{i % 4} with Xenium."
+    for i in range(40)
+)
 
 
 def test_no_chunk_is_longer_than_the_model_reads(count_tokens):
-    manifest = {"key": "NOTE1111", "content_type": "text/note", "title": "Plan", "word_count": 900,
-                "parent_title": "A paper about germinal centres", "parent_creators": ["Victora, Gabriel"],
-                "parent_year": 2012}
+    manifest = {
+        "key": "NOTE1111",
+        "content_type": "text/note",
+        "title": "Plan",
+        "word_count": 900,
+        "parent_title": "A paper about germinal centres",
+        "parent_creators": ["Victora, Gabriel"],
+        "parent_year": 2012,
+    }
     _, rows = document_rows(manifest, LONG_NOTE, count_tokens)
     assert len(rows) > 3
     for row in rows:
@@ -51,8 +59,9 @@ def test_a_note_that_fits_is_one_chunk_and_the_old_300_word_rule_is_gone(count_t
     # 250 words of dense technical text are > 254 word pieces: no longer one cut-off chunk
     dense = " ".join(["scRNA-seq", "CXCL13+", "Tfh/Tfr", "n_latent=30"] * 63)
     assert count_tokens(dense) > WINDOW_TOKENS
-    _, rows = document_rows({"key": "NOTE2222", "content_type": "text/note", "title": "t", "word_count": 252},
-                            dense, count_tokens)
+    _, rows = document_rows(
+        {"key": "NOTE2222", "content_type": "text/note", "title": "t", "word_count": 252}, dense, count_tokens
+    )
     assert len(rows) >= 2 and all(count_tokens(r.text) <= WINDOW_TOKENS for r in rows)
 
 
@@ -60,13 +69,17 @@ def test_split_to_window_balances_and_overlaps(count_tokens):
     text = " ".join(f"word{i}" for i in range(400))
     pieces = split_to_window(text, 200, count_tokens, overlap_tokens=20)
     sizes = [count_tokens(p) for p in pieces]
-    assert max(sizes) <= 200 and min(sizes) > 0.5 * max(sizes)          # no scrap at the end
-    assert pieces[0].split()[-1] in pieces[1].split()                     # overlap
+    assert max(sizes) <= 200 and min(sizes) > 0.5 * max(sizes)  # no scrap at the end
+    assert pieces[0].split()[-1] in pieces[1].split()  # overlap
 
 
 def test_context_lines():
-    child = {"content_type": "text/note", "parent_title": "Fast integration with Harmony",
-             "parent_creators": ["Korsunsky, Ilya", "Millard, Nghia", "Fan, Jean"], "parent_year": 2019}
+    child = {
+        "content_type": "text/note",
+        "parent_title": "Fast integration with Harmony",
+        "parent_creators": ["Korsunsky, Ilya", "Millard, Nghia", "Fan, Jean"],
+        "parent_year": 2019,
+    }
     assert context_line(child) == "Note on the paper: Fast integration with Harmony (Korsunsky, Millard et al., 2019)"
     standalone = {"content_type": "text/note", "collections": ["Lymph node project"]}
     assert context_line(standalone) == "Note in: Lymph node project"
@@ -77,14 +90,28 @@ def test_context_column_finds_a_child_note_through_its_paper_but_weighs_less():
     conn = sqlite3.connect(":memory:", isolation_level=None)
     fts.ensure_schema(conn, 3.0)
     conn.execute("BEGIN")
-    fts.replace_document(conn, FtsDocument("CHILD111", "note", "Theta lesson"), [
-        ChunkRow("CHILD111:0", "CHILD111", "note", "Keep theta at two for the samples.", "Theta lesson",
-                 context="Note on the paper: Harmony integration (Korsunsky, 2019)")])
-    fts.replace_document(conn, FtsDocument("OTHER111", "note", "Harmony notes"), [
-        ChunkRow("OTHER111:0", "OTHER111", "note", "Harmony integration pushes donors together.", "Harmony notes")])
+    fts.replace_document(
+        conn,
+        FtsDocument("CHILD111", "note", "Theta lesson"),
+        [
+            ChunkRow(
+                "CHILD111:0",
+                "CHILD111",
+                "note",
+                "Keep theta at two for the samples.",
+                "Theta lesson",
+                context="Note on the paper: Harmony integration (Korsunsky, 2019)",
+            )
+        ],
+    )
+    fts.replace_document(
+        conn,
+        FtsDocument("OTHER111", "note", "Harmony notes"),
+        [ChunkRow("OTHER111:0", "OTHER111", "note", "Harmony integration pushes donors together.", "Harmony notes")],
+    )
     conn.execute("COMMIT")
     found = [key for _, key, _ in fts.search(conn, fts.natural_query("Harmony integration"), 10)]
-    assert found == ["OTHER111", "CHILD111"]     # found through its context, below the note that says it
+    assert found == ["OTHER111", "CHILD111"]  # found through its context, below the note that says it
 
 
 def test_old_index_gains_the_context_column(tmp_path):
@@ -97,7 +124,7 @@ def test_old_index_gains_the_context_column(tmp_path):
             chunk_index INTEGER NOT NULL DEFAULT 0);
         CREATE VIRTUAL TABLE chunks_fts USING fts5(title, text, content='chunks', content_rowid='id');
         INSERT INTO chunks(chunk_id, key, kind, title, text) VALUES ('OLD11111:0', 'OLD11111', 'note', 't', 'zebrafish');
-        INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');""")
+        INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');""")  # noqa: E501
     assert not fts.schema_ready(conn, 3.0)
     fts.ensure_schema(conn, 3.0)
     assert fts.schema_ready(conn, 3.0)
@@ -130,8 +157,10 @@ def test_note_intent():
 
 
 def test_known_item_query_drops_title_words_and_skips_code():
-    text = ("# Harmony theta lesson\n\n```\nharmony(theta=4)\n```\n\nFirst sentence here is fine enough. "
-            "With theta four the plasmablast cluster merged into memory B cells. Check iLISI and cLISI scores.")
+    text = (
+        "# Harmony theta lesson\n\n```\nharmony(theta=4)\n```\n\nFirst sentence here is fine enough. "
+        "With theta four the plasmablast cluster merged into memory B cells. Check iLISI and cLISI scores."
+    )
     query = known_item_query("Harmony theta lesson", text)
     assert query is not None and "theta" not in query.lower() and "plasmablast" in query
     assert known_item_query("Use Leiden", "Use Leiden") is None
@@ -163,10 +192,26 @@ def test_demo_questions_have_kinds_and_a_stratified_split():
 def test_expansion_terms_prefer_words_the_feedback_notes_share_and_the_library_rarely_uses():
     from zocrates_nb.index.prf import candidate_terms, expansion_terms
 
-    counts = candidate_terms(["Scrublet doublet scores per channel, threshold from histogram.",
-                              "Doublet rate per channel grows with recovered cells; Scrublet again."], {"per", "with"})
-    freq = {"scrublet": 2, "doublet": 3, "channel": 40, "threshold": 30, "histogram": 5, "rate": 60,
-            "grows": 50, "recovered": 20, "cells": 900, "again": 100, "scores": 80}
+    counts = candidate_terms(
+        [
+            "Scrublet doublet scores per channel, threshold from histogram.",
+            "Doublet rate per channel grows with recovered cells; Scrublet again.",
+        ],
+        {"per", "with"},
+    )
+    freq = {
+        "scrublet": 2,
+        "doublet": 3,
+        "channel": 40,
+        "threshold": 30,
+        "histogram": 5,
+        "rate": 60,
+        "grows": 50,
+        "recovered": 20,
+        "cells": 900,
+        "again": 100,
+        "scores": 80,
+    }
     terms = expansion_terms(counts, ["droplets", "channel"], freq, 1000, n_terms=3)
     assert terms[:2] == ["scrublet", "doublet"] and "channel" not in terms
 

@@ -24,8 +24,7 @@ def execute(path: Path, workdir: Path, monkeypatch) -> nbformat.NotebookNode:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(workdir)}})
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(workdir)}})
     client.execute()
     return nb
 
@@ -38,14 +37,22 @@ def text_of(nb) -> str:
     parts = []
     for out in outputs(nb):
         data = out.get("data", {})
-        parts += [data.get("text/html", ""), data.get("text/plain", ""), data.get("text/markdown", ""),
-                  out.get("text", "")]
+        parts += [
+            data.get("text/html", ""),
+            data.get("text/plain", ""),
+            data.get("text/markdown", ""),
+            out.get("text", ""),
+        ]
     return "\n".join(p if isinstance(p, str) else "".join(p) for p in parts)
 
 
 def test_there_are_four_notebooks():
-    assert [p.name for p in NOTEBOOKS] == ["01-quickstart.ipynb", "02-curated-memory.ipynb",
-                                           "03-retrieval-quality.ipynb", "04-diagnostics.ipynb"]
+    assert [p.name for p in NOTEBOOKS] == [
+        "01-quickstart.ipynb",
+        "02-curated-memory.ipynb",
+        "03-retrieval-quality.ipynb",
+        "04-diagnostics.ipynb",
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -60,7 +67,7 @@ def test_committed_notebooks_have_no_outputs(path):
 def test_quickstart_runs_and_finds_the_saved_note(tmp_path, data_dir, monkeypatch):
     nb = execute(REPO / "notebooks" / "01-quickstart.ipynb", tmp_path, monkeypatch)
     text = text_of(nb)
-    assert "Evidence from your library" in text or "zc-answer" in text      # the answer rendered
+    assert "Evidence from your library" in text or "zc-answer" in text  # the answer rendered
     assert "My summary: estimating cell-type proportions per Visium spot" in text
     assert any(WIDGET_MIME in out.get("data", {}) for out in outputs(nb)), "ChatPanel did not display"
     assert "<script" not in text.lower()

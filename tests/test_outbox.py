@@ -35,8 +35,12 @@ def zotero_dir(tmp_path) -> Path:
     folder.mkdir()
     with ZoteroDB(folder / "zotero.sqlite", "9") as db:
         db.add_collection("COLL3333", "Spatial")
-        db.add_paper(PAPER, "Spatially resolved transcriptomics of the mouse brain",
-                     creators=[("Ana", "Lee", "author")], date="2020-01-01 2020-01-01")
+        db.add_paper(
+            PAPER,
+            "Spatially resolved transcriptomics of the mouse brain",
+            creators=[("Ana", "Lee", "author")],
+            date="2020-01-01 2020-01-01",
+        )
         db.add_note("NOTE3333", "<p>Spot deconvolution works best with a matched reference.</p>", parent=PAPER)
         db.set_setting("account", "userID", USER_ID)
         db.set_setting("client", "lastVersion", "9.0.4")
@@ -78,7 +82,7 @@ def test_save_without_a_writer_goes_to_the_outbox_and_is_searchable_at_once(tmp_
     assert "not yet in Zotero" in saved.where and "Not yet in Zotero" in saved._repr_html_()
     hits = wb.search("lower UMI counts run two", k=3)
     assert hits.to_dict()["hits"][0]["key"] == saved.key
-    report = wb.sync(progress=False)                     # the snapshot lacks it: kept, not "removed"
+    report = wb.sync(progress=False)  # the snapshot lacks it: kept, not "removed"
     assert report.counts["removed"] == 0
     assert saved.key in wb.corpus.keys("note")
     assert "lower UMI counts" in wb.read_document(saved.key)
@@ -93,15 +97,15 @@ def test_outage_then_push_exactly_once_then_zotero_syncs_it_down(tmp_path, zoter
     api.inject(500, methods=("POST",))
     saved = wb.save_note("Batch effects", "Slides from run two had *lower UMI counts*.", parent_key=PAPER)
     assert saved.destination == "outbox" and "500" in saved.reason
-    api.stop()                                            # then unreachable
+    api.stop()  # then unreachable
     from zocrates_nb.saving import push_outbox
 
     report = push_outbox(wb.paths, wb.config.read())
     assert report.written == [] and "Cannot reach" in report.kept[0][1]
     api.start()
-    wb.config.update({"writer": {"base_url": api.base_url}})   # the fake came back on a new port
-    wb.sync(progress=False)                                     # sync pushes the outbox
-    assert [n["key"] for n in _notes_in(api)] == [saved.key]    # exactly once, with our key
+    wb.config.update({"writer": {"base_url": api.base_url}})  # the fake came back on a new port
+    wb.sync(progress=False)  # sync pushes the outbox
+    assert [n["key"] for n in _notes_in(api)] == [saved.key]  # exactly once, with our key
     assert _counts(wb.paths) == {"outbox": 0, "waiting": 1}
     assert wb.status()["outbox"]["waiting"] == 1
     # Zotero syncs the note down: same key, same HTML → same bundle, nothing re-embedded
@@ -119,13 +123,12 @@ def test_outage_then_push_exactly_once_then_zotero_syncs_it_down(tmp_path, zoter
     wb.close()
 
 
-def test_a_crash_between_zoteros_200_and_the_outbox_update_is_a_no_op_on_retry(
-        tmp_path, zotero_dir, api, monkeypatch):
+def test_a_crash_between_zoteros_200_and_the_outbox_update_is_a_no_op_on_retry(tmp_path, zotero_dir, api, monkeypatch):
     wb = _workbench(tmp_path, zotero_dir)
-    saved = wb.save_note("Crash", "Written once only.", parent_key=PAPER)        # no writer yet: outbox
+    saved = wb.save_note("Crash", "Written once only.", parent_key=PAPER)  # no writer yet: outbox
     entry = Outbox.for_paths(wb.paths).entries()[0]
     writer = NoteWriter("zotero-web", api.base_url, f"users/{USER_ID}", KEY)
-    writer.create_note(entry.key, entry.html, write_token=entry.write_token, parent_key=PAPER)   # reached Zotero…
+    writer.create_note(entry.key, entry.html, write_token=entry.write_token, parent_key=PAPER)  # reached Zotero…
     # …and the process died before the outbox was updated. The retry:
     _use_web_writer(wb, api, monkeypatch)
     from zocrates_nb.saving import push_outbox
@@ -146,12 +149,13 @@ def test_two_processes_pushing_the_same_outbox_write_each_note_once(tmp_path, zo
         from zocrates_nb.config import ConfigStore
         from zocrates_nb.paths import DataPaths
         from zocrates_nb.saving import push_outbox
-        paths = DataPaths.resolve({str(tmp_path / 'data')!r})
+        paths = DataPaths.resolve({str(tmp_path / "data")!r})
         print(len(push_outbox(paths, ConfigStore.for_paths(paths).read()).written))
     """)
     env = {**os.environ, "ZOTERO_API_KEY": KEY}
-    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     written = [int(p.communicate(timeout=120)[0].strip()) for p in procs]
     assert sorted(written) == [0, 4]
     assert sorted(n["key"] for n in _notes_in(api)) == sorted(keys)
@@ -167,7 +171,7 @@ def test_local_api_writer_handles_server_id(tmp_path, zotero_dir, monkeypatch):
         assert saved.destination == "zotero-local", saved.reason
         assert saved.key in local.items
         posts = [{k.lower(): v for k, v in h.items()} for m, _, h in local.requests if m == "POST"]
-        assert [p["zotero-server-id"] for p in posts] == ["stale", "srv-A"]   # 412 on the stale id, then the fresh
+        assert [p["zotero-server-id"] for p in posts] == ["stale", "srv-A"]  # 412 on the stale id, then the fresh
         wb.close()
 
 
@@ -175,19 +179,21 @@ def test_web_api_source_outage_puts_the_note_in_the_outbox(tmp_path, api, monkey
     monkeypatch.setenv("ZOTERO_API_KEY", KEY)
     data = tmp_path / "data"
     ConfigStore.for_paths(DataPaths.resolve(data)).update(
-        {"library": {"source": "zotero-web", "library_id": str(USER_ID), "base_url": api.base_url}})
+        {"library": {"source": "zotero-web", "library_id": str(USER_ID), "base_url": api.base_url}}
+    )
     wb = Workbench(data)
     api.inject(503, methods=("POST",))
     saved = wb.save_note("Outage", "Kept safe during the outage.", parent_key=PAPER)
     assert saved.destination == "outbox" and "503" in saved.reason
     assert wb.search("kept safe during the outage", k=1).to_dict()["hits"][0]["key"] == saved.key
-    saved_again = wb.save_note("Later", "Written at once.", parent_key=PAPER)   # also pushes the first one
+    saved_again = wb.save_note("Later", "Written at once.", parent_key=PAPER)  # also pushes the first one
     assert saved_again.destination == "zotero-web"
     assert {saved.key, saved_again.key} <= set(api.items)
     wb.close()
 
 
 # ----------------------------------------------------------------------------- the Web API key checks
+
 
 def test_key_info_reads_keys_current(api):
     info = key_info(api.base_url, KEY)
@@ -196,22 +202,27 @@ def test_key_info_reads_keys_current(api):
         key_info(api.base_url, "wrong")
 
 
-@pytest.mark.parametrize(("info", "desktop_user", "match"), [
-    (KeyInfo(USER_ID, "u", False, ()), USER_ID, "may not write notes"),
-    (KeyInfo(USER_ID, "u", True, ()), None, "never synced"),
-    (KeyInfo(USER_ID, "u", True, ()), 999, "another library"),
-])
+@pytest.mark.parametrize(
+    ("info", "desktop_user", "match"),
+    [
+        (KeyInfo(USER_ID, "u", False, ()), USER_ID, "may not write notes"),
+        (KeyInfo(USER_ID, "u", True, ()), None, "never synced"),
+        (KeyInfo(USER_ID, "u", True, ()), 999, "another library"),
+    ],
+)
 def test_web_key_refusals(info, desktop_user, match):
     with pytest.raises(LibraryError, match=match):
         check_web_key(info, library_type="user", library_id=str(USER_ID), desktop_user_id=desktop_user, desktop=True)
 
 
 def test_group_keys_need_group_write():
-    check_web_key(KeyInfo(1, "u", False, ("42",)), library_type="group", library_id="42", desktop_user_id=None,
-                  desktop=True)
+    check_web_key(
+        KeyInfo(1, "u", False, ("42",)), library_type="group", library_id="42", desktop_user_id=None, desktop=True
+    )
     with pytest.raises(LibraryError, match="group 43"):
-        check_web_key(KeyInfo(1, "u", False, ("42",)), library_type="group", library_id="43", desktop_user_id=None,
-                      desktop=True)
+        check_web_key(
+            KeyInfo(1, "u", False, ("42",)), library_type="group", library_id="43", desktop_user_id=None, desktop=True
+        )
 
 
 def test_unreachable_writer_is_transient():
@@ -224,7 +235,7 @@ def test_unreachable_writer_is_transient():
 def test_sigkill_after_zoteros_200_before_the_outbox_update(tmp_path, zotero_dir, api, monkeypatch):
     """A real process is killed (SIGKILL) right after Zotero confirmed, before ``confirm``: the retry is a no-op."""
     wb = _workbench(tmp_path, zotero_dir)
-    saved = wb.save_note("Killed", "Exactly once even if killed.", parent_key=PAPER)   # no writer yet: outbox
+    saved = wb.save_note("Killed", "Exactly once even if killed.", parent_key=PAPER)  # no writer yet: outbox
     _use_web_writer(wb, api, monkeypatch)
     wb.close()
     script = textwrap.dedent(f"""
@@ -234,35 +245,37 @@ def test_sigkill_after_zoteros_200_before_the_outbox_update(tmp_path, zotero_dir
         from zocrates_nb.paths import DataPaths
         from zocrates_nb.saving import push_outbox
         outbox.Outbox.confirm = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
-        paths = DataPaths.resolve({str(tmp_path / 'data')!r})
+        paths = DataPaths.resolve({str(tmp_path / "data")!r})
         push_outbox(paths, ConfigStore.for_paths(paths).read())
     """)
     proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "ZOTERO_API_KEY": KEY}, timeout=120)
     assert proc.returncode == -9
-    assert [n["key"] for n in _notes_in(api)] == [saved.key]          # Zotero has it…
-    assert Outbox.for_paths(DataPaths.resolve(tmp_path / "data")).counts()["outbox"] == 1   # …the outbox too
+    assert [n["key"] for n in _notes_in(api)] == [saved.key]  # Zotero has it…
+    assert Outbox.for_paths(DataPaths.resolve(tmp_path / "data")).counts()["outbox"] == 1  # …the outbox too
     from zocrates_nb.saving import push_outbox
 
     paths = DataPaths.resolve(tmp_path / "data")
     report = push_outbox(paths, ConfigStore.for_paths(paths).read())
     assert report.written == [(saved.key, "zotero-web")]
-    assert [n["key"] for n in _notes_in(api)] == [saved.key]          # still exactly one
+    assert [n["key"] for n in _notes_in(api)] == [saved.key]  # still exactly one
     assert _counts(DataPaths.resolve(tmp_path / "data")) == {"outbox": 0, "waiting": 1}
 
 
 # ----------------------------------------------------------------------------- waiting notes Zotero dropped
 
+
 @pytest.mark.parametrize("how", ["trash", "delete"])
 def test_a_waiting_note_trashed_or_deleted_in_zotero_before_it_synced_down_leaves_on_the_next_sync(
-        tmp_path, zotero_dir, api, monkeypatch, how):
+    tmp_path, zotero_dir, api, monkeypatch, how
+):
     wb = _workbench(tmp_path, zotero_dir)
     _use_web_writer(wb, api, monkeypatch)
     saved = wb.save_note("Dropped", "The axolotl gill note, trashed in Zotero at once.", parent_key=PAPER)
     kept = wb.save_note("Kept", "The okapi stripe note stays.", parent_key=PAPER)
     assert saved.destination == kept.destination == "zotero-web"
-    assert wb.sync(progress=False).counts["removed"] == 0          # Zotero still has both: both keep waiting
+    assert wb.sync(progress=False).counts["removed"] == 0  # Zotero still has both: both keep waiting
     assert _counts(wb.paths) == {"outbox": 0, "waiting": 2}
-    getattr(api, how)(saved.key)                                    # the user drops it in Zotero (web library)
+    getattr(api, how)(saved.key)  # the user drops it in Zotero (web library)
     report = wb.sync(progress=False)
     assert report.counts["removed"] == 1
     assert saved.key not in wb.corpus.keys("note") and kept.key in wb.corpus.keys("note")
@@ -291,7 +304,7 @@ def test_waiting_entries_carry_their_age(tmp_path, zotero_dir, api, monkeypatch,
     saved = wb.save_note("Aged", "The tapir snout note.", parent_key=PAPER)
     import sqlite3
 
-    with sqlite3.connect(wb.paths.root / "outbox.sqlite") as conn:      # Zotero confirmed it 3 hours ago
+    with sqlite3.connect(wb.paths.root / "outbox.sqlite") as conn:  # Zotero confirmed it 3 hours ago
         conn.execute("UPDATE waiting SET written = written - 3 * 3600")
     counts = Outbox.for_paths(wb.paths).counts()
     assert 3 * 3600 <= counts["oldest_waiting_s"] < 3 * 3600 + 60
@@ -308,37 +321,46 @@ def test_waiting_entries_carry_their_age(tmp_path, zotero_dir, api, monkeypatch,
 
 # ----------------------------------------------------------------------------- a hand-edited writer is checked once
 
+
 def _desktop_config(wb: Workbench, zotero_dir: Path, api: FakeZoteroAPI, monkeypatch) -> None:
     """A writer written straight into zocrates_config.json: `library writer web` never checked it."""
     monkeypatch.setenv("ZOTERO_API_KEY", KEY)
-    wb.config.update({"library": {"source": "zotero-dir", "zotero_dir": str(zotero_dir)},
-                      "writer": {"kind": "web", "library_id": str(USER_ID), "base_url": api.base_url}})
+    wb.config.update(
+        {
+            "library": {"source": "zotero-dir", "zotero_dir": str(zotero_dir)},
+            "writer": {"kind": "web", "library_id": str(USER_ID), "base_url": api.base_url},
+        }
+    )
 
 
 def _key_checks(api: FakeZoteroAPI) -> int:
     return sum(1 for method, path, _ in api.requests if method == "GET" and path.startswith("/keys/"))
 
 
-@pytest.mark.parametrize(("problem", "match"), [
-    ("read_only_key", "may not write notes"),
-    ("other_account", "belongs to user 999"),
-    ("desktop_of_another_account", "notes would go to another library"),
-])
+@pytest.mark.parametrize(
+    ("problem", "match"),
+    [
+        ("read_only_key", "may not write notes"),
+        ("other_account", "belongs to user 999"),
+        ("desktop_of_another_account", "notes would go to another library"),
+    ],
+)
 def test_a_hand_configured_writer_is_checked_before_its_first_write(
-        tmp_path, zotero_dir, api, monkeypatch, problem, match):
+    tmp_path, zotero_dir, api, monkeypatch, problem, match
+):
     wb = _workbench(tmp_path, zotero_dir)
     _desktop_config(wb, zotero_dir, api, monkeypatch)
     if problem == "read_only_key":
         api.key_access = {"user": {"library": True, "notes": True, "write": False}, "groups": {}}
     elif problem == "other_account":
         api.key_user_id = 999
-    else:                                    # the key is fine for its library, but Zotero desktop syncs elsewhere
+    else:  # the key is fine for its library, but Zotero desktop syncs elsewhere
         with ZoteroDB.reopen(zotero_dir / "zotero.sqlite", "9") as db:
             db.set_setting("account", "userID", 999)
     saved = wb.save_note("Refused", "The pangolin scale note.", parent_key=PAPER)
     assert saved.destination == "outbox" and match in saved.reason, saved.reason
-    assert _notes_in(api) == []                                      # nothing written to the wrong library
-    assert saved.key in wb.corpus.keys("note")                        # kept, searchable
+    assert _notes_in(api) == []  # nothing written to the wrong library
+    assert saved.key in wb.corpus.keys("note")  # kept, searchable
     entry = Outbox.for_paths(wb.paths).entries()[0]
     assert match in entry.reason
     wb.close()
@@ -349,16 +371,16 @@ def test_a_passed_check_is_cached_per_writer_configuration(tmp_path, zotero_dir,
     _desktop_config(wb, zotero_dir, api, monkeypatch)
     api.key_access = {"user": {"library": True, "notes": True, "write": False}, "groups": {}}
     assert wb.save_note("First", "The numbat note.", parent_key=PAPER).destination == "outbox"
-    api.key_access = {"user": {"library": True, "notes": True, "write": True}, "groups": {}}   # fixed on zotero.org
-    second = wb.save_note("Second", "The bilby note.", parent_key=PAPER)          # also pushes the first
+    api.key_access = {"user": {"library": True, "notes": True, "write": True}, "groups": {}}  # fixed on zotero.org
+    second = wb.save_note("Second", "The bilby note.", parent_key=PAPER)  # also pushes the first
     assert second.destination == "zotero-web"
     assert len(_notes_in(api)) == 2 and Outbox.for_paths(wb.paths).counts()["outbox"] == 0
     checks = _key_checks(api)
-    assert checks == 2                                                # refused once, passed once
+    assert checks == 2  # refused once, passed once
     assert wb.save_note("Third", "The quoll note.", parent_key=PAPER).destination == "zotero-web"
-    assert _key_checks(api) == checks                                 # cached: not asked again
+    assert _key_checks(api) == checks  # cached: not asked again
     assert KEY not in (wb.paths.root / "writer_checks.json").read_text()
-    monkeypatch.setenv("ZOTERO_API_KEY", "another-key")              # another configuration: checked again
+    monkeypatch.setenv("ZOTERO_API_KEY", "another-key")  # another configuration: checked again
     assert wb.save_note("Fourth", "The dunnart note.", parent_key=PAPER).destination == "outbox"
     assert _key_checks(api) == checks + 1
     wb.close()

@@ -25,7 +25,7 @@ OWNERS = {
     "filelock": {"config.py", "locks.py"},
     "httpx": {"agents/online_clients.py"},
     "defusedxml": {"agents/online_clients.py"},
-    "httpx2": {"library/zotero_web.py"},      # pyzotero's own HTTP client, for its error types
+    "httpx2": {"library/zotero_web.py"},  # pyzotero's own HTTP client, for its error types
 }
 
 #: libraries owned by a whole sub-package rather than one module

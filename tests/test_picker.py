@@ -13,18 +13,31 @@ from zocrates_nb.widgets.picker import PaperIndex, collection_tree, filter_paper
 
 
 def _papers(n: int) -> list[Paper]:
-    return [Paper(f"P{i:07d}", f"Paper number {i} on {'spatial' if i % 2 else 'single-cell'} methods",
-                  creators=(f"Author{i % 50}, A",), year=1990 + i % 35) for i in range(n)]
+    return [
+        Paper(
+            f"P{i:07d}",
+            f"Paper number {i} on {'spatial' if i % 2 else 'single-cell'} methods",
+            creators=(f"Author{i % 50}, A",),
+            year=1990 + i % 35,
+        )
+        for i in range(n)
+    ]
 
 
 def test_filter_matches_every_word_in_title_author_or_year():
-    papers = [Paper("AAAA2222", "Visualization and analysis of gene expression in tissue sections",
-                    creators=("Ståhl, Patrik",), year=2016),
-              Paper("BBBB2222", "Cell2location maps fine-grained cell types", creators=("Kleshchenko, V",), year=2022),
-              Paper("CCCC2222", "Tissue maps of the mouse brain", creators=("Lee, A",), year=2016)]
+    papers = [
+        Paper(
+            "AAAA2222",
+            "Visualization and analysis of gene expression in tissue sections",
+            creators=("Ståhl, Patrik",),
+            year=2016,
+        ),
+        Paper("BBBB2222", "Cell2location maps fine-grained cell types", creators=("Kleshchenko, V",), year=2022),
+        Paper("CCCC2222", "Tissue maps of the mouse brain", creators=("Lee, A",), year=2016),
+    ]
     index = PaperIndex.build(papers)
-    assert [k for _, k in filter_papers(index, "tissue")] == ["CCCC2222", "AAAA2222"]   # title prefix first
-    assert [k for _, k in filter_papers(index, "stahl 2016")] == ["AAAA2222"]     # accents folded
+    assert [k for _, k in filter_papers(index, "tissue")] == ["CCCC2222", "AAAA2222"]  # title prefix first
+    assert [k for _, k in filter_papers(index, "stahl 2016")] == ["AAAA2222"]  # accents folded
     assert [k for _, k in filter_papers(index, "Tissue maps")] == ["CCCC2222"]
     assert filter_papers(index, "nothing like this") == []
     assert [k for _, k in filter_papers(index, "")] == ["BBBB2222", "AAAA2222", "CCCC2222"]  # newest first
@@ -38,14 +51,20 @@ def test_title_prefix_ranks_first_and_top_20_only():
 
 
 def test_collection_tree_nests_and_survives_cycles():
-    colls = [Collection("A", "Zeta"), Collection("B", "alpha"), Collection("C", "child", "B"),
-             Collection("D", "grandchild", "C"), Collection("E", "orphan", "MISSING"),
-             Collection("X", "cycle1", "Y"), Collection("Y", "cycle2", "X")]
+    colls = [
+        Collection("A", "Zeta"),
+        Collection("B", "alpha"),
+        Collection("C", "child", "B"),
+        Collection("D", "grandchild", "C"),
+        Collection("E", "orphan", "MISSING"),
+        Collection("X", "cycle1", "Y"),
+        Collection("Y", "cycle2", "X"),
+    ]
     tree = collection_tree(colls)
     assert [k for _, k in tree[:5]] == ["B", "C", "D", "E", "A"]
     labels = dict((k, label) for label, k in tree)
     assert labels["C"].endswith("└ child") and labels["D"].startswith("\u2003\u2003")
-    assert "X" not in labels and "Y" not in labels      # a cycle has no root: not shown, no hang
+    assert "X" not in labels and "Y" not in labels  # a cycle has no root: not shown, no hang
 
 
 def test_suggested_parent_is_the_most_cited_paper():
@@ -87,7 +106,7 @@ def test_offer_and_use_zotero(tmp_path, monkeypatch, data_dir):
     assert offer.offer == "Use my Zotero library (1 items, 1 notes)"
     panel = ChatPanel(wb)
     assert panel.offer and panel.offer[0].description == offer.offer
-    assert wb.source.describe().startswith("demo")              # nothing switched by itself
+    assert wb.source.describe().startswith("demo")  # nothing switched by itself
     panel.offer[0].click()
     assert wb.config.read()["library"]["source"] == "zotero-dir"
     assert wb.corpus.keys("note") == ["NOTE5555"]
@@ -115,13 +134,14 @@ def test_chat_panel_says_not_yet_in_zotero_for_an_outbox_save(tmp_path, data_dir
     folder = tmp_path / "Zotero"
     folder.mkdir()
     with ZoteroDB(folder / "zotero.sqlite", "9") as db:
-        db.add_paper("PAPER666", "Spot deconvolution benchmark", creators=[("A", "Lee", "author")],
-                     date="2022-01-01 2022-01-01")
+        db.add_paper(
+            "PAPER666", "Spot deconvolution benchmark", creators=[("A", "Lee", "author")], date="2022-01-01 2022-01-01"
+        )
         db.add_note("NOTE6666", "<p>Spot deconvolution: cell2location did best.</p>", parent="PAPER666")
     wb = Workbench(data_dir, zotero_dir=folder)
     panel = ChatPanel(wb)
     panel.send("Which method did best at spot deconvolution?")
-    assert panel.suggest_parent(panel.answers[-1].answer) == "PAPER666"   # cited via its note and itself
+    assert panel.suggest_parent(panel.answers[-1].answer) == "PAPER666"  # cited via its note and itself
     assert panel.parent_picker.options[1] == ("★ most cited: Spot deconvolution benchmark", "PAPER666")
     panel.paper_search.value = "deconvolution bench"
     panel.parent_picker.value = "PAPER666"

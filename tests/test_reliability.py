@@ -25,6 +25,7 @@ def _search_keys(wb, query: str, k: int = 10) -> list[str]:
 
 # ----------------------------------------------------------------------------- 1. rebuild vs save
 
+
 def test_rebuild_and_save_serialize_so_no_saved_note_is_dropped(demo_home, monkeypatch):
     """A save that lands while rebuild has listed the bundles must not be cleared by the rebuild."""
     import zocrates_nb.corpus.bundle as bundle_module
@@ -39,11 +40,11 @@ def test_rebuild_and_save_serialize_so_no_saved_note_is_dropped(demo_home, monke
         saved["key"] = saver.save_note("Wombat ledger protocol", "Wombats keep a ledger of burrows.").key
 
     def slow_read_bundle(path):
-        if not started.is_set():                 # first bundle read: a save in another "kernel" now
+        if not started.is_set():  # first bundle read: a save in another "kernel" now
             started.set()
             thread = threading.Thread(target=save)
             thread.start()
-            thread.join(timeout=4)               # with the lock the save waits for us (join times out)
+            thread.join(timeout=4)  # with the lock the save waits for us (join times out)
             slow_read_bundle.thread = thread
         return real_read_bundle(path)
 
@@ -63,7 +64,7 @@ def test_sync_repairs_an_index_that_lost_rows_instead_of_saying_unchanged(demo_w
     wb = demo_workbench
     key = wb.corpus.keys("note")[0]
     with wb.corpus.meta.write() as conn:
-        wb.index.unstage(conn, key)              # the index lost a document the corpus holds
+        wb.index.unstage(conn, key)  # the index lost a document the corpus holds
     wb.index.commit_vectors()
     assert key not in _index_keys(wb)
     report = wb.sync(progress=False)
@@ -76,13 +77,14 @@ def test_sync_repairs_an_index_that_lost_rows_instead_of_saying_unchanged(demo_w
 
 # ----------------------------------------------------------------------------- 2. damaged meta db
 
+
 def _damage(path: Path, how: str) -> None:
     data = bytearray(path.read_bytes())
     if how == "header":
         data[0:100] = os.urandom(100)
     elif how == "truncate":
         data = data[: len(data) // 3]
-    elif how == "middle":                         # a page in use (a freelist page would be no damage)
+    elif how == "middle":  # a page in use (a freelist page would be no damage)
         import sqlite3
 
         conn = sqlite3.connect(path)
@@ -90,7 +92,7 @@ def _damage(path: Path, how: str) -> None:
         root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'documents'").fetchone()[0]
         conn.close()
         start = (root - 1) * page
-        data[start:start + page] = os.urandom(page)
+        data[start : start + page] = os.urandom(page)
     path.write_bytes(bytes(data))
 
 
@@ -119,6 +121,7 @@ def test_damaged_meta_db_is_detected_reported_and_rebuilt(demo_home, capsys, how
 
 
 # ----------------------------------------------------------------------------- 3. damaged bundles
+
 
 @pytest.mark.parametrize("damage", ["empty-manifest", "random-content"])
 def test_damaged_bundle_is_repaired_by_sync_verify_and_skipped_by_rebuild(demo_home, capsys, damage):
@@ -150,8 +153,10 @@ def test_damaged_bundle_is_repaired_by_sync_verify_and_skipped_by_rebuild(demo_h
 
 # ----------------------------------------------------------------------------- 5. queries
 
-@pytest.mark.parametrize("query", ["cell \ud800 types", "\udcff\udcfe deconvolution", "spots \x00 visium",
-                                   "\ud83d\ude00 spatial"])
+
+@pytest.mark.parametrize(
+    "query", ["cell \ud800 types", "\udcff\udcfe deconvolution", "spots \x00 visium", "\ud83d\ude00 spatial"]
+)
 def test_queries_with_invalid_code_points_are_normalized(demo_workbench, query):
     results = demo_workbench.search(query, k=3)
     assert results.hits is not None
@@ -167,9 +172,16 @@ def test_cli_search_with_non_utf8_argument_does_not_crash(demo_home, capsys):
 
 # ----------------------------------------------------------------------------- 6. REST bodies
 
-@pytest.mark.parametrize("body", [b"[" * 50_000 + b"]" * 50_000, b'{"model": "' + b"[" * 0 + b'\\ud800"}',
-                                  b'{"model": {"a": ' * 30_000 + b"1" + b"}" * 30_000,
-                                  b'{"model": "' + b"x" * 2_000_000 + b'"}'])
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 50_000 + b"]" * 50_000,
+        b'{"model": "' + b"[" * 0 + b'\\ud800"}',
+        b'{"model": {"a": ' * 30_000 + b"1" + b"}" * 30_000,
+        b'{"model": "' + b"x" * 2_000_000 + b'"}',
+    ],
+)
 def test_rest_body_parser_refuses_deep_unencodable_and_huge_bodies(body):
     from zocrates_nb.errors import ValidationError
     from zocrates_nb.server.handlers import parse_llm_config_body
@@ -179,6 +191,7 @@ def test_rest_body_parser_refuses_deep_unencodable_and_huge_bodies(body):
 
 
 # ----------------------------------------------------------------------------- 7. attachment keys
+
 
 def test_crafted_attachment_key_cannot_read_outside_storage(tmp_path):
     from tests.fakes.zotero_sqlite import ZoteroDB
@@ -201,12 +214,15 @@ def test_crafted_attachment_key_cannot_read_outside_storage(tmp_path):
 
 # ----------------------------------------------------------------------------- 8. events
 
+
 def test_events_lines_that_are_json_but_not_objects_are_skipped_and_counted(tmp_path):
     from zocrates_nb.diagnostics.views import Diagnostics
 
     (tmp_path / "a.jsonl").write_text(
         '{"ts":"2026-01-01T00:00:00Z","kind":"search","session":"a","latency_ms":1.0}\n[1,2]\n"text"\n42\nnull\n'
-        '{"ts":"2026-01-01T00:00:01Z","kind":"read","session":"a","latency_ms":2.0}\n{"ts":', encoding="utf-8")
+        '{"ts":"2026-01-01T00:00:01Z","kind":"read","session":"a","latency_ms":2.0}\n{"ts":',
+        encoding="utf-8",
+    )
     diagnostics = Diagnostics(tmp_path)
     events = diagnostics.events()
     assert list(events["kind"]) == ["search", "read"]
@@ -216,17 +232,23 @@ def test_events_lines_that_are_json_but_not_objects_are_skipped_and_counted(tmp_
 
 # ----------------------------------------------------------------------------- 9. markdown repr
 
+
 def test_answer_markdown_repr_drops_javascript_links():
     from zocrates_nb.agents.answer import Answer, Citation
 
-    answer = Answer(text="See [this](javascript:alert(1)) and [that](JaVaScRiPt:alert(2)) and "
-                         "[ok](https://example.org) and [e](java&#115;cript:alert(4)) [d](data:text/html,x) "
-                         "[s](< javascript:alert(5)>) [p](javascript:f(a)(b))\n\n[ref]: javascript:alert(6)\n"
-                         "<a href='javascript:x'>x</a>",
-                    citations=[Citation(title="[t](javascript:alert(3))", citation="c", kind="note")],
-                    evidence=[], usage={}, mode="evidence-only", session_id="s")
+    answer = Answer(
+        text="See [this](javascript:alert(1)) and [that](JaVaScRiPt:alert(2)) and "
+        "[ok](https://example.org) and [e](java&#115;cript:alert(4)) [d](data:text/html,x) "
+        "[s](< javascript:alert(5)>) [p](javascript:f(a)(b))\n\n[ref]: javascript:alert(6)\n"
+        "<a href='javascript:x'>x</a>",
+        citations=[Citation(title="[t](javascript:alert(3))", citation="c", kind="note")],
+        evidence=[],
+        usage={},
+        mode="evidence-only",
+        session_id="s",
+    )
     shown = answer._repr_markdown_()
-    assert "<a " not in shown                                  # raw HTML stays text
+    assert "<a " not in shown  # raw HTML stays text
     shown = shown.replace("&lt;a href='javascript:x'>", "")
     assert "javascript:" not in shown.lower() and "data:text" not in shown and "cript:" not in shown
     assert "https://example.org" in shown

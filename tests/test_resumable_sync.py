@@ -54,8 +54,9 @@ wb.sync(progress=False)
 def test_a_killed_first_sync_is_resumed_without_embedding_anything_twice(tmp_path, embedder):
     data = tmp_path / "data"
     flag = tmp_path / "stalled"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(data), str(flag)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(data), str(flag)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 300
         while not flag.exists():
@@ -81,14 +82,14 @@ def test_a_killed_first_sync_is_resumed_without_embedding_anything_twice(tmp_pat
     assert status["index"]["dense_progress"]["running"] is False
     assert "interrupted" in format_status(status) and f"/ {progress['total']:,})" in format_status(status)
 
-    already = set(wb.index._store().all_ids())            # what the killed sync had upserted
+    already = set(wb.index._store().all_ids())  # what the killed sync had upserted
     assert len(already) >= 48
     report = wb.sync(progress=False)
     assert not report.warnings, report.warnings
     assert set(wb.index._store().all_ids()) == chunk_ids
     embedded = wb.index._embedder.texts
     expected = {embedding_text_of(wb, cid) for cid in chunk_ids - already}
-    assert set(embedded) == expected and len(embedded) == len(expected)   # nothing embedded twice
+    assert set(embedded) == expected and len(embedded) == len(expected)  # nothing embedded twice
     assert read_progress(data) is None and "dense" not in format_status(collect_status(paths))
     assert wb.sync(progress=False).counts["new"] == 0 and wb.index._embedder.texts == embedded
     wb.close()

@@ -26,17 +26,35 @@ def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("jupyter")
     data_dir = root / "zocrates-home"
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ZOCRATES_HOME": str(data_dir),
-           "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_DATA_DIR": str(root / "data"),
-           "JUPYTER_RUNTIME_DIR": str(root / "runtime"), "OPENAI_API_KEY": FAKE_KEY}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "ZOCRATES_HOME": str(data_dir),
+        "JUPYTER_CONFIG_DIR": str(root / "config"),
+        "JUPYTER_DATA_DIR": str(root / "data"),
+        "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+        "OPENAI_API_KEY": FAKE_KEY,
+    }
     env.pop("ZOTERO_DATA_DIR", None)
     log = open(root / "server.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
-         "--ServerApp.jpserver_extensions={'zocrates_nb.server': True}"]
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+            "--ServerApp.port_retries=0",
+            "--ServerApp.jpserver_extensions={'zocrates_nb.server': True}",
+        ]
         + (["--allow-root"] if os.geteuid() == 0 else []),
-        env=env, stdout=log, stderr=subprocess.STDOUT)
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     try:
@@ -84,8 +102,12 @@ def test_status_reports_the_data_dir_and_defaults(api, server):
 
 
 def test_post_llm_config_writes_through_the_config_store(api, server):
-    body = {"base_url": "http://127.0.0.1:9/v1", "model": "small", "models": {"coordinator": "big"},
-            "user_research_profile": "I study MERFISH data."}
+    body = {
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "small",
+        "models": {"coordinator": "big"},
+        "user_research_profile": "I study MERFISH data.",
+    }
     r = api.post("/zocrates/llm/config", json=body)
     assert r.status_code == 200, r.text
     status = r.json()
@@ -103,16 +125,19 @@ def test_python_api_saves_are_seen_by_the_server(api, server):
     assert api.get("/zocrates/status").json()["profile_chars"] == len("Set from a kernel.")
 
 
-@pytest.mark.parametrize(("body", "match"), [
-    ({"user_research_profile": "x" * 1001}, "1000"),
-    ({"bogus_field": 1}, "bogus_field"),
-    ({"api_key": FAKE_KEY}, "api_key"),
-    ({"model": 5}, "model"),
-    ({"models": ["a"]}, "models"),
-    ({"timeout_s": "soon"}, "timeout_s"),
-    ({"user_research_profile": None}, "string"),
-    ({}, "non-empty"),
-])
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        ({"user_research_profile": "x" * 1001}, "1000"),
+        ({"bogus_field": 1}, "bogus_field"),
+        ({"api_key": FAKE_KEY}, "api_key"),
+        ({"model": 5}, "model"),
+        ({"models": ["a"]}, "models"),
+        ({"timeout_s": "soon"}, "timeout_s"),
+        ({"user_research_profile": None}, "string"),
+        ({}, "non-empty"),
+    ],
+)
 def test_bad_posts_are_400_with_a_json_error_and_change_nothing(api, server, body, match):
     store = ConfigStore.for_paths(DataPaths(server["data_dir"]))
     store.set_profile("keep")
@@ -135,11 +160,14 @@ def test_invalid_json_body_is_400(api):
     assert r.status_code == 400 and "not valid JSON" in r.json()["message"]
 
 
-@pytest.mark.parametrize(("body", "match"), [
-    (b"[" * 50_000 + b"]" * 50_000, "nested too deeply"),
-    (b'{"model": "\\ud800"}', "invalid Unicode"),
-    (b'{"model": "' + b"x" * 400_000 + b'"}', "at most"),
-])
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        (b"[" * 50_000 + b"]" * 50_000, "nested too deeply"),
+        (b'{"model": "\\ud800"}', "invalid Unicode"),
+        (b'{"model": "' + b"x" * 400_000 + b'"}', "at most"),
+    ],
+)
 def test_hostile_bodies_are_400_not_500(api, server, body, match):
     """Issue 10 failure 6: a RecursionError and a UnicodeEncodeError used to surface as 500."""
     r = api.post("/zocrates/llm/config", content=body, headers={"Content-Type": "application/json"})
@@ -193,8 +221,11 @@ def test_fuzzed_bodies_never_get_a_500(api, server):
     store = ConfigStore.for_paths(DataPaths(server["data_dir"]))
 
     @given(body=rest_bodies())
-    @settings(max_examples=int(_os.environ.get("ZOCRATES_FUZZ_EXAMPLES", 60)) // 2, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=int(_os.environ.get("ZOCRATES_FUZZ_EXAMPLES", 60)) // 2,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     def post(body):
         r = api.post("/zocrates/llm/config", content=body, headers={"Content-Type": "application/json"})
         assert r.status_code in (200, 400), (r.status_code, body[:200], r.text[:300])

@@ -31,8 +31,13 @@ from hypothesis.stateful import (
 
 EXAMPLES = int(os.environ.get("ZOCRATES_STATEFUL_EXAMPLES", "3"))
 STEPS = int(os.environ.get("ZOCRATES_STATEFUL_STEPS", "12"))
-WORDS = st.lists(st.sampled_from(["wombat", "ledger", "quokka", "burrow", "spines", "tidal", "marsh",
-                                  "lantern", "copper", "meadow"]), min_size=1, max_size=4).map(" ".join)
+WORDS = st.lists(
+    st.sampled_from(
+        ["wombat", "ledger", "quokka", "burrow", "spines", "tidal", "marsh", "lantern", "copper", "meadow"]
+    ),
+    min_size=1,
+    max_size=4,
+).map(" ".join)
 STATS = {"steps": 0, "examples": 0}
 TEMPLATE: dict[str, Path] = {}
 
@@ -46,8 +51,8 @@ class CorpusMachine(RuleBasedStateMachine):
         self.wb = self._open()
         self.counter = 0
         self.rebuilds = 0
-        self.library: dict[str, str] = {}       # our notes in the library: key → marker + words
-        self.corpus: dict[str, str] = {}        # our notes the corpus must hold now
+        self.library: dict[str, str] = {}  # our notes in the library: key → marker + words
+        self.corpus: dict[str, str] = {}  # our notes the corpus must hold now
         self.base = set(self.wb.corpus.keys("note"))
         STATS["examples"] += 1
 
@@ -119,7 +124,7 @@ class CorpusMachine(RuleBasedStateMachine):
             del self.corpus[key]
         STATS["steps"] += 1
 
-    @precondition(lambda self: self.rebuilds < 1)       # re-embeds every chunk: once per example is enough
+    @precondition(lambda self: self.rebuilds < 1)  # re-embeds every chunk: once per example is enough
     @rule()
     def rebuild(self) -> None:
         self.wb.index.rebuild(self.wb.corpus)
@@ -140,7 +145,7 @@ class CorpusMachine(RuleBasedStateMachine):
             self.wb.save_note("Crash " + words.split()[0], text)
         key = ({n.key for n in self.wb.source.snapshot().notes} - before).pop()
         self.library[key] = self.corpus[key] = text
-        self.wb = self._open()               # the dead process's objects are abandoned, not closed
+        self.wb = self._open()  # the dead process's objects are abandoned, not closed
         STATS["steps"] += 1
 
     # ------------------------------------------------------------------ invariants
@@ -166,7 +171,10 @@ class CorpusMachine(RuleBasedStateMachine):
 
 def test_corpus_state_machine(demo_template):
     TEMPLATE["path"] = demo_template
-    run_state_machine_as_test(CorpusMachine, settings=settings(
-        max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
-        suppress_health_check=list(HealthCheck)))
+    run_state_machine_as_test(
+        CorpusMachine,
+        settings=settings(
+            max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, suppress_health_check=list(HealthCheck)
+        ),
+    )
     print(f"\n[test_stateful] examples={STATS['examples']} steps={STATS['steps']}")

@@ -16,39 +16,58 @@ LONG_NOTE = " ".join(["Cell-type deconvolution assigns mixtures of cell types to
 
 
 def hit(**kw) -> SearchHit:
-    base = dict(chunk_id="NOTE2222:0", key="NOTE2222", kind="note", parent_key=None, title="Title",
-                text="text", score=0.03, ranks={"lexical": 1, "dense": 2})
+    base = dict(
+        chunk_id="NOTE2222:0",
+        key="NOTE2222",
+        kind="note",
+        parent_key=None,
+        title="Title",
+        text="text",
+        score=0.03,
+        ranks={"lexical": 1, "dense": 2},
+    )
     base.update(kw)
     return SearchHit(**base)
 
 
 # ---------------------------------------------------------------------------- exact evidence formats
 
+
 def test_short_standalone_note_is_inlined_as_blockquote():
-    h = hit(text="# Idea\n\nUse **single-cell** references\nto deconvolve [Visium](https://x.org) spots.",
-            word_count=9)
-    assert format_hit(h) == ("[Note Key: NOTE2222]\n"
-                             "> Idea\n"
-                             "> Use single-cell references\n"
-                             "> to deconvolve Visium spots.")
+    h = hit(text="# Idea\n\nUse **single-cell** references\nto deconvolve [Visium](https://x.org) spots.", word_count=9)
+    assert format_hit(h) == (
+        "[Note Key: NOTE2222]\n> Idea\n> Use single-cell references\n> to deconvolve Visium spots."
+    )
 
 
 def test_short_child_note_has_both_keys():
-    h = hit(parent_key="PAPR2222", parent_title="Visualization of gene expression",
-            text="Spots are 55 µm.\n\nPitch is 100 µm.", word_count=7)
-    assert format_hit(h) == ("[Note Key: NOTE2222, Parent Paper Key: PAPR2222]\n"
-                             "Parent paper: Visualization of gene expression\n"
-                             "> Spots are 55 µm.\n"
-                             "> Pitch is 100 µm.")
+    h = hit(
+        parent_key="PAPR2222",
+        parent_title="Visualization of gene expression",
+        text="Spots are 55 µm.\n\nPitch is 100 µm.",
+        word_count=7,
+    )
+    assert format_hit(h) == (
+        "[Note Key: NOTE2222, Parent Paper Key: PAPR2222]\n"
+        "Parent paper: Visualization of gene expression\n"
+        "> Spots are 55 µm.\n"
+        "> Pitch is 100 µm."
+    )
 
 
 def test_long_note_is_referenced_with_abstract_and_read_hint():
-    h = hit(title="Deconvolution methods", text=LONG_NOTE, word_count=80,
-            abstract="Deconvolution assigns cell-type mixtures to spots.\nIt needs a reference.")
-    assert format_hit(h) == ("[Note Key: NOTE2222]\n"
-                             "Title: Deconvolution methods\n"
-                             "Abstract: Deconvolution assigns cell-type mixtures to spots. It needs a reference.\n"
-                             'Full note (80 words): call read_document("NOTE2222")')
+    h = hit(
+        title="Deconvolution methods",
+        text=LONG_NOTE,
+        word_count=80,
+        abstract="Deconvolution assigns cell-type mixtures to spots.\nIt needs a reference.",
+    )
+    assert format_hit(h) == (
+        "[Note Key: NOTE2222]\n"
+        "Title: Deconvolution methods\n"
+        "Abstract: Deconvolution assigns cell-type mixtures to spots. It needs a reference.\n"
+        'Full note (80 words): call read_document("NOTE2222")'
+    )
 
 
 def test_long_note_without_abstract_opens_after_its_title():
@@ -57,23 +76,42 @@ def test_long_note_without_abstract_opens_after_its_title():
 
 
 def test_long_chunked_child_note_shows_the_matching_passage():
-    h = hit(chunk_id="NOTE2222:3", parent_key="PAPR2222", title="Reading log", section="Week 3",
-            text="Passage about spots.", word_count=900, abstract="A long log.")
-    assert format_hit(h) == ("[Note Key: NOTE2222, Parent Paper Key: PAPR2222]\n"
-                             "Title: Reading log\n"
-                             "Abstract: A long log.\n"
-                             'Matching passage (section "Week 3"): Passage about spots.\n'
-                             'Full note (900 words): call read_document("NOTE2222")')
+    h = hit(
+        chunk_id="NOTE2222:3",
+        parent_key="PAPR2222",
+        title="Reading log",
+        section="Week 3",
+        text="Passage about spots.",
+        word_count=900,
+        abstract="A long log.",
+    )
+    assert format_hit(h) == (
+        "[Note Key: NOTE2222, Parent Paper Key: PAPR2222]\n"
+        "Title: Reading log\n"
+        "Abstract: A long log.\n"
+        'Matching passage (section "Week 3"): Passage about spots.\n'
+        'Full note (900 words): call read_document("NOTE2222")'
+    )
 
 
 def test_paper_chunk_has_title_first_author_year_and_text():
-    h = hit(chunk_id="PAPR2222:1", key="PAPR2222", kind="paper", title="Visualization of gene expression",
-            first_author="Ståhl", year=2016, section="Results", text="Olfactory bulb layers\nwere resolved.")
-    assert format_hit(h) == ("[Paper Key: PAPR2222]\n"
-                             "Title: Visualization of gene expression\n"
-                             "First author: Ståhl; Year: 2016\n"
-                             "Section: Results\n"
-                             "Text: Olfactory bulb layers were resolved.")
+    h = hit(
+        chunk_id="PAPR2222:1",
+        key="PAPR2222",
+        kind="paper",
+        title="Visualization of gene expression",
+        first_author="Ståhl",
+        year=2016,
+        section="Results",
+        text="Olfactory bulb layers\nwere resolved.",
+    )
+    assert format_hit(h) == (
+        "[Paper Key: PAPR2222]\n"
+        "Title: Visualization of gene expression\n"
+        "First author: Ståhl; Year: 2016\n"
+        "Section: Results\n"
+        "Text: Olfactory bulb layers were resolved."
+    )
 
 
 def test_untrusted_text_cannot_forge_a_provenance_header():
@@ -105,33 +143,59 @@ def test_tool_specs_are_openai_function_schemas():
 
 # ---------------------------------------------------------------------------- end to end on a real library
 
-MALICIOUS = ('<div data-schema-version="9"><h1>Harmless title</h1>'
-             '<p>Before<script>alert("xss")</script> <img src=x onerror="alert(1)"> after '
-             '&lt;script&gt;alert(2)&lt;/script&gt; espresso</p></div>')
+MALICIOUS = (
+    '<div data-schema-version="9"><h1>Harmless title</h1>'
+    '<p>Before<script>alert("xss")</script> <img src=x onerror="alert(1)"> after '
+    "&lt;script&gt;alert(2)&lt;/script&gt; espresso</p></div>"
+)
 
 
 def write_demo(root: Path) -> Path:
     (root / "notes").mkdir(parents=True)
     (root / "collections.json").write_text(json.dumps([{"key": "CXLL2222", "name": "Spatial", "parent_key": None}]))
-    (root / "papers.json").write_text(json.dumps([{
-        "key": "PAPR2222", "item_type": "journalArticle",
-        "title": "Visualization and analysis of gene expression in tissue sections",
-        "creators": ["Ståhl, Patrik", "Salmén, Fredrik", "Lundeberg, Joakim"], "year": 2016, "date": "2016",
-        "doi": None, "publication": "Science",
-        "abstract": "Spatial barcoding on arrays measures transcriptomes in tissue sections.",
-        "fulltext": "The olfactory bulb layers were recovered without supervision.\n\nSpots are 100 um wide.",
-        "collections": ["CXLL2222"]}]))
+    (root / "papers.json").write_text(
+        json.dumps(
+            [
+                {
+                    "key": "PAPR2222",
+                    "item_type": "journalArticle",
+                    "title": "Visualization and analysis of gene expression in tissue sections",
+                    "creators": ["Ståhl, Patrik", "Salmén, Fredrik", "Lundeberg, Joakim"],
+                    "year": 2016,
+                    "date": "2016",
+                    "doi": None,
+                    "publication": "Science",
+                    "abstract": "Spatial barcoding on arrays measures transcriptomes in tissue sections.",
+                    "fulltext": "The olfactory bulb layers were recovered without supervision.\n\nSpots are 100 um wide.",  # noqa: E501
+                    "collections": ["CXLL2222"],
+                }
+            ]
+        )
+    )
     notes = {
-        "SHRT2222": (None, ["CXLL2222"], '<div data-schema-version="9"><p>Visium spot pitch is 100 µm; '
-                                          "spots are 55 µm wide.</p></div>"),
-        "CHLD2222": ("PAPR2222", [], '<div data-schema-version="9"><p>Olfactory bulb layering is the '
-                                     "classic validation of spatial barcoding.</p></div>"),
-        "LXNG2222": (None, ["CXLL2222"], '<div data-schema-version="9"><h1>Deconvolution methods</h1><p>'
-                                         + LONG_NOTE + "</p></div>"),
+        "SHRT2222": (
+            None,
+            ["CXLL2222"],
+            '<div data-schema-version="9"><p>Visium spot pitch is 100 µm; spots are 55 µm wide.</p></div>',
+        ),
+        "CHLD2222": (
+            "PAPR2222",
+            [],
+            '<div data-schema-version="9"><p>Olfactory bulb layering is the '
+            "classic validation of spatial barcoding.</p></div>",
+        ),
+        "LXNG2222": (
+            None,
+            ["CXLL2222"],
+            '<div data-schema-version="9"><h1>Deconvolution methods</h1><p>' + LONG_NOTE + "</p></div>",
+        ),
         "EVIL2222": (None, [], MALICIOUS),
     }
-    (root / "notes.json").write_text(json.dumps([{"key": k, "parent_key": p, "collections": c, "file": f"{k}.html"}
-                                                 for k, (p, c, _) in notes.items()]))
+    (root / "notes.json").write_text(
+        json.dumps(
+            [{"key": k, "parent_key": p, "collections": c, "file": f"{k}.html"} for k, (p, c, _) in notes.items()]
+        )
+    )
     for key, (_, _, html_text) in notes.items():
         (root / "notes" / f"{key}.html").write_text(html_text, encoding="utf-8")
     return root
@@ -166,16 +230,20 @@ def tools(tmp_path, data_dir, embedder):
 
 
 def _events(tools, kind):
-    lines = [json.loads(line) for f in Path(tools.events.directory).glob("*.jsonl")
-             for line in f.read_text().splitlines()]
+    lines = [
+        json.loads(line) for f in Path(tools.events.directory).glob("*.jsonl") for line in f.read_text().splitlines()
+    ]
     return [e for e in lines if e["kind"] == kind]
 
 
 def test_search_corpus_end_to_end(tools):
     results = tools.search_corpus("Visium spot size", k=5)
     assert isinstance(results, SearchResults) and results.hits[0].key == "SHRT2222"
-    assert results.evidence_text.splitlines()[1:4] == ["", "[Note Key: SHRT2222]",
-                                                       "> Visium spot pitch is 100 µm; spots are 55 µm wide."]
+    assert results.evidence_text.splitlines()[1:4] == [
+        "",
+        "[Note Key: SHRT2222]",
+        "> Visium spot pitch is 100 µm; spots are 55 µm wide.",
+    ]
     child = tools.search_corpus("olfactory bulb validation", k=5)
     assert "[Note Key: CHLD2222, Parent Paper Key: PAPR2222]" in child.evidence_text
     assert "Parent paper: Visualization and analysis of gene expression in tissue sections" in child.evidence_text

@@ -42,9 +42,9 @@ def test_upsert_query_count_and_ids(store, paths):
     put(store, ["A#0", "A#1", "B#0"])
     assert store.count() == 3
     hits = store.query(vec("A#1"), 2)
-    assert hits[0][0] == "A#1" and abs(hits[0][1]) < 1e-5     # cosine distance 0 for itself
+    assert hits[0][0] == "A#1" and abs(hits[0][1]) < 1e-5  # cosine distance 0 for itself
     assert len(hits) == 2 and hits[1][1] > hits[0][1]
-    assert store.query(vec("B#0"), 50)[0][0] == "B#0"           # k larger than the store is fine
+    assert store.query(vec("B#0"), 50)[0][0] == "B#0"  # k larger than the store is fine
     assert store.ids_for_key("A") == ["A#0", "A#1"]
     assert store.all_ids() == ["A#0", "A#1", "B#0"]
     assert (paths.chroma / "chroma.sqlite3").exists()
@@ -68,11 +68,24 @@ def test_delete_keys_removes_all_chunks_of_a_document(store):
 
 
 def test_filters_by_kind_item_type_collection_and_parent(store):
-    put(store, ["N1#0"], kind="note", item_type="note", parent_key="P1", collection_keys=["C1"],
-        collection_names=["Reading group"])
+    put(
+        store,
+        ["N1#0"],
+        kind="note",
+        item_type="note",
+        parent_key="P1",
+        collection_keys=["C1"],
+        collection_names=["Reading group"],
+    )
     put(store, ["N2#0"], kind="note", item_type="note")
-    put(store, ["P1#0", "P1#1"], kind="paper", item_type="journalArticle", collection_keys=["C1", "C2"],
-        collection_names=["Reading group", "Thesis"])
+    put(
+        store,
+        ["P1#0", "P1#1"],
+        kind="paper",
+        item_type="journalArticle",
+        collection_keys=["C1", "C2"],
+        collection_names=["Reading group", "Thesis"],
+    )
     q = vec("N2#0")
     ids = lambda f: sorted(i for i, _ in store.query(q, 10, where_for(f)))  # noqa: E731
     assert ids({"item_type": "note"}) == ["N1#0", "N2#0"]
@@ -110,12 +123,12 @@ def test_another_model_is_refused_with_the_rebuild_command_then_reset_switches(p
     assert "test-model" in str(err.value) and "other-model" in str(err.value)
     assert "zocrates-nb index rebuild" in str(err.value)
     with pytest.raises(IndexCorruptError):
-        other.upsert(["B#0"], vec("B#0")[None, :], [meta("B#0")], ["b"])   # never mixed vectors
+        other.upsert(["B#0"], vec("B#0")[None, :], [meta("B#0")], ["b"])  # never mixed vectors
     other.reset()
     assert other.count() == 0
     other.upsert(["B#0"], vec("B#0")[None, :], [meta("B#0")], ["b"])
     with pytest.raises(IndexCorruptError, match="other-model"):
-        store.count()                                   # the old model's store now refuses too
+        store.count()  # the old model's store now refuses too
     other.close()
 
 
@@ -168,7 +181,7 @@ def test_two_stores_in_one_process_share_a_client_and_see_each_other(paths):
     put(first, ["A#0"])
     assert second.query(vec("A#0"), 1)[0][0] == "A#0"
     first.close()
-    put(second, ["B#0"])                 # closing one does not break the other
+    put(second, ["B#0"])  # closing one does not break the other
     assert second.count() == 2
     second.close()
     with pytest.raises(ZocratesError, match="closed"):
@@ -180,11 +193,10 @@ def test_unknown_mode_and_unreachable_server_give_clear_errors(paths):
         VectorStore(paths, {"vectors": {"mode": "cloud"}}, model_id="m", dim=DIM)
     import socket
 
-    with socket.socket() as s:          # a port with nothing listening on it
+    with socket.socket() as s:  # a port with nothing listening on it
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    store = VectorStore(paths, {"vectors": {"mode": "http", "host": "127.0.0.1", "port": port}},
-                        model_id="m", dim=DIM)
+    store = VectorStore(paths, {"vectors": {"mode": "http", "host": "127.0.0.1", "port": port}}, model_id="m", dim=DIM)
     with pytest.raises(ZocratesError, match="not reachable") as err:
         store.count()
     assert "chroma run" in str(err.value)
@@ -195,13 +207,18 @@ def test_real_embeddings_end_to_end(paths):
     from zocrates_nb.index.embed import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
-    texts = {"cats#0": "Cats are small domesticated felines that like to sleep.",
-             "rrf#0": "Reciprocal rank fusion combines lexical and dense retrieval rankings.",
-             "soup#0": "Add the chopped onions to the soup and simmer for ten minutes."}
+    texts = {
+        "cats#0": "Cats are small domesticated felines that like to sleep.",
+        "rrf#0": "Reciprocal rank fusion combines lexical and dense retrieval rankings.",
+        "soup#0": "Add the chopped onions to the soup and simmer for ten minutes.",
+    }
     store = VectorStore(paths, model_id=embedder.model_id, dim=embedder.dim)
-    store.upsert(list(texts), embedder.embed(list(texts.values())),
-                 [chunk_metadata(key=k.split("#")[0], kind="note", item_type="note", title="", chunk_index=0)
-                  for k in texts], list(texts.values()))
+    store.upsert(
+        list(texts),
+        embedder.embed(list(texts.values())),
+        [chunk_metadata(key=k.split("#")[0], kind="note", item_type="note", title="", chunk_index=0) for k in texts],
+        list(texts.values()),
+    )
     hits = store.query(embedder.embed(["merging BM25 and embedding search results"])[0], 3)
     assert hits[0][0] == "rrf#0"
     hits = store.query(embedder.embed(["kitten napping"])[0], 1)

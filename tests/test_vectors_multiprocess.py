@@ -27,7 +27,7 @@ from zocrates_nb.locks import file_lock
 REPO = Path(__file__).resolve().parents[1]
 DIM = 16
 
-WORKER = textwrap.dedent('''
+WORKER = textwrap.dedent("""
     import json, sys, time
     import numpy as np
     from pathlib import Path
@@ -83,7 +83,7 @@ WORKER = textwrap.dedent('''
             print(json.dumps({"ok": False, "error": type(exc).__name__, "message": str(exc)}), flush=True)
         except Exception as exc:
             print(json.dumps({"ok": False, "error": type(exc).__name__, "message": repr(exc)}), flush=True)
-''')
+""")
 
 
 def vec(chunk_id: str) -> np.ndarray:
@@ -95,9 +95,14 @@ class Worker:
 
     def __init__(self, script: Path, data_dir: Path, lock_timeout: float = 30.0) -> None:
         env = dict(os.environ, PYTHONPATH=str(REPO), ANONYMIZED_TELEMETRY="False")
-        self.proc = subprocess.Popen([sys.executable, str(script), str(data_dir), str(lock_timeout)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), str(data_dir), str(lock_timeout)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         self._lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
         assert self.reply(timeout=60) == "ready"
@@ -115,8 +120,9 @@ class Worker:
         try:
             answer = json.loads(self._lines.get(timeout=timeout))
         except queue.Empty:
-            pytest.fail(f"worker {self.proc.pid} did not answer within {timeout} s (hang?); "
-                        f"alive={self.proc.poll() is None}")
+            pytest.fail(
+                f"worker {self.proc.pid} did not answer within {timeout} s (hang?); alive={self.proc.poll() is None}"
+            )
         if not answer["ok"]:
             raise AssertionError(f"worker error {answer['error']}: {answer['message']}")
         return answer["result"]
@@ -164,11 +170,11 @@ def test_a_write_in_one_process_is_found_by_the_other_on_its_next_query(spawn):
     assert b.call(op="top1", ids=first[:5]) == {i: i for i in first[:5]}
     assert a.call(op="top1", ids=first[:2]) == {i: i for i in first[:2]}
 
-    a.call(op="upsert", ids=["SAVED#0"])            # "a note saved in one kernel"
+    a.call(op="upsert", ids=["SAVED#0"])  # "a note saved in one kernel"
     assert b.call(op="top1", ids=["SAVED#0"]) == {"SAVED#0": "SAVED#0"}
     assert b.call(op="count") == 21
 
-    b.call(op="delete_keys", keys=["N3", "SAVED"])   # and deletions travel the other way
+    b.call(op="delete_keys", keys=["N3", "SAVED"])  # and deletions travel the other way
     assert a.call(op="count") == 19
     assert "SAVED#0" not in a.call(op="all_ids")
     assert a.call(op="top1", ids=["N3#0"])["N3#0"] != "N3#0"
@@ -186,7 +192,7 @@ def test_concurrent_writers_lose_nothing_and_stay_queryable(spawn):
     expected = sorted(f"{p}{bt}-{j}#0" for p in "AB" for bt in range(14) for j in range(50))
     assert a.call(op="all_ids") == expected
     assert b.call(op="count") == 1400
-    fresh = spawn()                                  # a new kernel opening the directory afterwards
+    fresh = spawn()  # a new kernel opening the directory afterwards
     assert fresh.call(op="count") == 1400
     sample = expected[::37]
     assert fresh.call(op="top1", ids=sample) == {i: i for i in sample}
@@ -201,7 +207,7 @@ def test_a_writer_killed_mid_write_leaves_a_usable_index(spawn):
     a.proc.wait(timeout=10)
 
     n = b.call(op="count")
-    assert n % 20 == 0                               # every locked batch is all-or-nothing
+    assert n % 20 == 0  # every locked batch is all-or-nothing
     ids = b.call(op="all_ids")
     assert len(ids) == n
     if ids:
@@ -222,4 +228,4 @@ def test_a_held_lock_gives_a_clear_busy_error_not_a_hang(spawn, data_dir):
     assert answer["ok"] is False and answer["error"] == "IndexBusyError"
     assert "busy" in answer["message"] and "→" in answer["message"]
     assert waited < 20
-    assert a.call(op="count") == 1                  # and it recovers once the lock is free
+    assert a.call(op="count") == 1  # and it recovers once the lock is free

@@ -11,10 +11,24 @@ KEY = "s3cr3t-key-XYZ"
 
 
 def _library(api: FakeZoteroAPI) -> None:
-    api.add_item({"key": "PAPER222", "itemType": "journalArticle", "title": "Gene expression in tissue sections",
-                  "creators": [{"creatorType": "author", "firstName": "P", "lastName": "Ståhl"}], "date": "2016"})
-    api.add_item({"key": "ATTACH22", "itemType": "attachment", "parentItem": "PAPER222",
-                  "linkMode": "imported_file", "title": "PDF"})
+    api.add_item(
+        {
+            "key": "PAPER222",
+            "itemType": "journalArticle",
+            "title": "Gene expression in tissue sections",
+            "creators": [{"creatorType": "author", "firstName": "P", "lastName": "Ståhl"}],
+            "date": "2016",
+        }
+    )
+    api.add_item(
+        {
+            "key": "ATTACH22",
+            "itemType": "attachment",
+            "parentItem": "PAPER222",
+            "linkMode": "imported_file",
+            "title": "PDF",
+        }
+    )
     api.add_note("<p>Child</p>", key="CHILD222", parent="PAPER222")
 
 
@@ -23,31 +37,33 @@ def test_fulltext_goes_into_the_paper_and_follows_changes(tmp_path, library_type
     with FakeZoteroAPI(library_id=12345, library_type=library_type, api_key=KEY) as api:
         _library(api)
         api.set_fulltext("ATTACH22", "Spatial barcodes capture transcripts on the slide.")
-        lib = ZoteroWebLibrary(12345, library_type, api_key=KEY, cache_path=tmp_path / "c.sqlite",
-                               base_url=api.base_url, page_size=2)
+        lib = ZoteroWebLibrary(
+            12345, library_type, api_key=KEY, cache_path=tmp_path / "c.sqlite", base_url=api.base_url, page_size=2
+        )
         paper = next(p for p in lib.snapshot().papers if p.key == "PAPER222")
         assert "Spatial barcodes" in paper.fulltext
         assert [n.key for n in lib.snapshot().notes] == ["CHILD222"]
         fulltext_gets = [p for m, p, _ in api.requests if "/fulltext" in p]
         assert any("fulltext?since=0" in p or "since=0" in p for p in fulltext_gets)
-        api.set_fulltext("ATTACH22", "Re-indexed: now with the supplement.")     # Zotero re-indexed the PDF
+        api.set_fulltext("ATTACH22", "Re-indexed: now with the supplement.")  # Zotero re-indexed the PDF
         before = len([p for m, p, _ in api.requests if "ATTACH22/fulltext" in p])
         assert "supplement" in next(p for p in lib.snapshot().papers if p.key == "PAPER222").fulltext
-        assert lib.get_paper("PAPER222").fulltext == "Re-indexed: now with the supplement."   # same as the snapshot
+        assert lib.get_paper("PAPER222").fulltext == "Re-indexed: now with the supplement."  # same as the snapshot
         assert len([p for m, p, _ in api.requests if "ATTACH22/fulltext" in p]) == before + 1
-        lib.snapshot()                                                           # nothing new: no refetch
+        lib.snapshot()  # nothing new: no refetch
         assert len([p for m, p, _ in api.requests if "ATTACH22/fulltext" in p]) == before + 1
         api.trash("ATTACH22")
         paper = next(p for p in lib.snapshot().papers if p.key == "PAPER222")
-        assert not paper.fulltext                                                # a trashed attachment: gone
+        assert not paper.fulltext  # a trashed attachment: gone
         lib.close()
 
 
 def test_local_api_is_a_read_source_without_fulltext(tmp_path):
     with FakeZoteroAPI(library_id=0, api_key="local-key", local=True) as api:
         _library(api)
-        lib = ZoteroWebLibrary(0, "user", api_key=None, cache_path=tmp_path / "c.sqlite", local=True,
-                               base_url=api.base_url)
+        lib = ZoteroWebLibrary(
+            0, "user", api_key=None, cache_path=tmp_path / "c.sqlite", local=True, base_url=api.base_url
+        )
         snap = lib.snapshot()
         assert {p.key for p in snap.papers} == {"PAPER222"} and {n.key for n in snap.notes} == {"CHILD222"}
         assert not any("/fulltext" in p for _, p, _ in api.requests)

@@ -44,13 +44,15 @@ def panel(wb):
 
 # ----------------------------------------------------------------------------- ChatPanel
 
+
 def test_panel_has_the_stable_css_handles(panel):
     assert "zc-chat" in panel.root._dom_classes
     assert "zc-chat-input" in panel.input._dom_classes
     # the Send button lives in the input widget's front end (static/chat.js)
     assert "zc-chat-send" in str(chat_module.ChatInput._esm)
     assert {"zc-save-collection", "zc-save-parent"} <= set(panel.collection_picker._dom_classes) | set(
-        panel.parent_picker._dom_classes)
+        panel.parent_picker._dom_classes
+    )
     assert "zc-save-session" in panel.save_session_button._dom_classes
 
 
@@ -83,7 +85,7 @@ def test_empty_question_shows_an_error_line_in_the_panel(panel):
     with pytest.raises(ZocratesError):
         panel.send("   ")
     assert "zc-error-line" in panel.error.value and "no question" in panel.error.value
-    panel.input._handle_custom_msg({"event": "submit", "value": ""}, [])   # from the browser: shown, not raised
+    panel.input._handle_custom_msg({"event": "submit", "value": ""}, [])  # from the browser: shown, not raised
     assert "zc-error-line" in panel.error.value
     assert panel.messages == []
 
@@ -103,7 +105,7 @@ def test_save_as_note_button_files_a_child_note_under_the_picked_paper(panel, wb
     panel.send(QUESTION)
     paper = wb.papers()[0]
     panel.collection_picker.value = wb.collections()[0].key
-    panel.parent_picker.value = paper.key            # picking a paper clears the collection (xor)
+    panel.parent_picker.value = paper.key  # picking a paper clears the collection (xor)
     assert panel.collection_picker.value == ""
     panel.messages[-1].widget.save_button.click()
     saved = panel.messages[-1].saved
@@ -190,6 +192,7 @@ def test_ask_failure_is_shown_in_the_panel(wb, monkeypatch):
 
 # ----------------------------------------------------------------------------- ProfileEditor
 
+
 def test_profile_editor_placeholder_limit_and_counter(wb):
     from zocrates_nb.profile import SAMPLE_RESEARCH_PROFILE
 
@@ -223,7 +226,7 @@ def test_profile_editor_refuses_1001_characters_inline_and_keeps_the_file(wb):
         editor.save()
     assert editor.status_kind == "error" and "1000" in editor.status and "1001" in editor.status
     assert wb.config.profile() == "kept"
-    editor._handle_custom_msg({"event": "save", "value": "y" * 1001}, [])   # the browser's Save: shown, not raised
+    editor._handle_custom_msg({"event": "save", "value": "y" * 1001}, [])  # the browser's Save: shown, not raised
     assert editor.status_kind == "error" and wb.config.profile() == "kept"
 
 
@@ -242,10 +245,12 @@ def test_profile_editor_save_and_clear_write_the_config_file(wb):
 
 # ----------------------------------------------------------------------------- render (pure)
 
+
 def test_markdown_is_sanitized_and_latex_left_for_mathjax():
     html = render.markdown_to_html(
         "Cost $5 and $6; **bold** $x_i^2$ and $$\\sum_i a_i$$ <script>alert(1)</script>"
-        "<img src=x onerror=alert(2)> [link](javascript:alert(3))")
+        "<img src=x onerror=alert(2)> [link](javascript:alert(3))"
+    )
     assert "<strong>bold</strong>" in html
     assert "$x_i^2$" in html and "$$\\sum_i a_i$$" in html and "<em>" not in html
     assert "<script" not in html and not re.search(r"<[^>]*onerror", html) and 'href="javascript' not in html
@@ -253,9 +258,16 @@ def test_markdown_is_sanitized_and_latex_left_for_mathjax():
 
 
 def test_search_hit_inlines_short_notes_and_shows_provenance():
-    hit = {"key": "ABCD2345", "kind": "note", "parent_key": "PAPR2345", "title": "RCTD modes",
-           "text": "Use **full mode** on Visium. <script>x()</script>", "word_count": 8,
-           "ranks": {"lexical": 1, "dense": 3}, "citation": "Cable et al., 2022"}
+    hit = {
+        "key": "ABCD2345",
+        "kind": "note",
+        "parent_key": "PAPR2345",
+        "title": "RCTD modes",
+        "text": "Use **full mode** on Visium. <script>x()</script>",
+        "word_count": 8,
+        "ranks": {"lexical": 1, "dense": 3},
+        "citation": "Cable et al., 2022",
+    }
     html = render.render_search_results([hit], query="rctd <b>")
     assert "inlined" in html and "<blockquote" in html and "<strong>full mode</strong>" in html
     assert "child note" in html and "lexical #1 · dense #3" in html and "Cable et al., 2022" in html
@@ -263,11 +275,29 @@ def test_search_hit_inlines_short_notes_and_shows_provenance():
 
 
 def test_answer_sources_merge_inlined_note_text_and_hide_keys():
-    answer = {"text": "See the note.", "mode": "llm",
-              "citations": [{"key": "ABCD2345", "title": "RCTD modes", "citation": "RCTD modes", "kind": "note",
-                             "parent_title": "Robust decomposition"}],
-              "evidence": [{"key": "ABCD2345", "kind": "note", "title": "RCTD modes", "inlined": True,
-                            "text": "Use full mode on Visium.", "word_count": 5}]}
+    answer = {
+        "text": "See the note.",
+        "mode": "llm",
+        "citations": [
+            {
+                "key": "ABCD2345",
+                "title": "RCTD modes",
+                "citation": "RCTD modes",
+                "kind": "note",
+                "parent_title": "Robust decomposition",
+            }
+        ],
+        "evidence": [
+            {
+                "key": "ABCD2345",
+                "kind": "note",
+                "title": "RCTD modes",
+                "inlined": True,
+                "text": "Use full mode on Visium.",
+                "word_count": 5,
+            }
+        ],
+    }
     html = render.render_answer(answer)
     assert "Use full mode on Visium." in html and "inlined" in html and "Robust decomposition" in html
     assert "ABCD2345" not in html
@@ -275,9 +305,17 @@ def test_answer_sources_merge_inlined_note_text_and_hide_keys():
 
 
 def test_bundle_view_shows_provenance_and_sanitized_content():
-    manifest = {"key": "ABCD2345", "title": "A <b>note</b>", "content_type": "text/note", "parent_key": None,
-                "collections": ["Reading group"], "word_count": 12, "source_hash": "ab" * 32,
-                "converter_version": "1.0", "abstract": None}
+    manifest = {
+        "key": "ABCD2345",
+        "title": "A <b>note</b>",
+        "content_type": "text/note",
+        "parent_key": None,
+        "collections": ["Reading group"],
+        "word_count": 12,
+        "source_hash": "ab" * 32,
+        "converter_version": "1.0",
+        "abstract": None,
+    }
     view = render.BundleView(manifest, "# Heading\n\ntext <img src=x onerror=alert(1)>")
     html = view._repr_html_()
     assert "A &lt;b&gt;note&lt;/b&gt;" in html and "Reading group" in html and "sha256 abababababab" in html
@@ -294,14 +332,13 @@ def test_no_repr_of_a_bundle_carries_live_markup_from_its_note():
     from IPython.core.formatters import DisplayFormatter
 
     payload = "<script>alert(1)</script> and <img src=x onerror=alert(2)>"
-    manifest = {"key": "ABCD2345", "title": f"Title {payload}", "content_type": "text/note",
-                "source_hash": "cd" * 32}
+    manifest = {"key": "ABCD2345", "title": f"Title {payload}", "content_type": "text/note", "source_hash": "cd" * 32}
     view = render.BundleView(manifest, f"# Heading\n\nBody {payload}\n\n<script>alert(3)</script>\n")
-    data, _ = DisplayFormatter().format(view)          # every mimetype a notebook would receive
-    assert set(data) == {"text/plain", "text/html"}    # no Markdown repr that could pass raw HTML
+    data, _ = DisplayFormatter().format(view)  # every mimetype a notebook would receive
+    assert set(data) == {"text/plain", "text/html"}  # no Markdown repr that could pass raw HTML
     assert "Body" in data["text/html"] and "Heading" in data["text/html"]
     for mimetype, text in data.items():
-        if mimetype == "text/plain":                   # shown as text, never parsed; still no note body
+        if mimetype == "text/plain":  # shown as text, never parsed; still no note body
             assert "Body" not in text and "alert(3)" not in text
             continue
         assert "<script" not in text.lower() and not re.search(r"<[^>]*onerror", text), mimetype

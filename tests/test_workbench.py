@@ -23,7 +23,7 @@ def test_save_answer_as_child_note_is_searchable_at_once(demo_workbench):
     manifest = wb.corpus.manifest(saved.key)
     assert manifest["parent_key"] == paper.key and manifest["title"] == "RCTD full mode rationale (saved answer)"
     note = wb.source.get_note(saved.key)
-    assert note.html.startswith('<div data-schema-version="') and "<h1>" in note.html   # Zotero note HTML
+    assert note.html.startswith('<div data-schema-version="') and "<h1>" in note.html  # Zotero note HTML
     hits = wb.search("RCTD full mode rationale saved answer", k=5)
     assert saved.key in hits.keys()
     assert f"[Note Key: {saved.key}, Parent Paper Key: {paper.key}]" in hits.evidence_text
@@ -56,10 +56,10 @@ def test_edited_note_is_rematerialised_on_read_and_visible_in_diagnostics(demo_w
     before = wb.read_document(key)
     html = wb.source.get_note(key).html.replace("six minutes", "nine minutes")
     wb.source.update_note(key, html)
-    after = wb.read_document(key)                      # stale hash → re-materialised on the fly
+    after = wb.read_document(key)  # stale hash → re-materialised on the fly
     assert "nine minutes" in after and "nine minutes" not in before
-    assert key in wb.search("RCTD nine minutes eight cores", k=5).keys()   # re-indexed too
-    wb.read_document(key)                              # now the fast path
+    assert key in wb.search("RCTD nine minutes eight cores", k=5).keys()  # re-indexed too
+    wb.read_document(key)  # now the fast path
     staleness = wb.diagnostics.staleness().set_index("key")
     row = staleness.loc[key]
     assert row["rematerialisations"] >= 1 and row["fast_path_reads"] >= 1 and row["hash_changes"] >= 1
@@ -98,7 +98,7 @@ def test_fresh_data_dir_syncs_the_demo_on_first_open(tmp_path, monkeypatch, demo
 
     home = tmp_path / "fresh"
     shutil.copytree(demo_template, home)
-    (home / "conversion_meta.db").unlink()                 # as if never synced: first open syncs
+    (home / "conversion_meta.db").unlink()  # as if never synced: first open syncs
     for extra in ("conversion_meta.db-wal", "conversion_meta.db-shm"):
         (home / extra).unlink(missing_ok=True)
     wb = Workbench(home, progress=False)
@@ -115,22 +115,27 @@ def test_bundle_shows_title_provenance_and_sanitized_fresh_content(demo_workbenc
     wb = demo_workbench
     key = "FK7CX7VJ"
     html = wb.source.get_note(key).html.replace(
-        "</div>", "<p>Bundle check <script>alert(1)</script><img src=x onerror=alert(2)></p></div>")
-    wb.source.update_note(key, html)                  # edited in the library: the bundle is stale
+        "</div>", "<p>Bundle check <script>alert(1)</script><img src=x onerror=alert(2)></p></div>"
+    )
+    wb.source.update_note(key, html)  # edited in the library: the bundle is stale
     view = wb.bundle(key)
     manifest = wb.corpus.manifest(key)
     out = view._repr_html_()
-    assert "Bundle check" in view.markdown and "Bundle check" in out          # re-materialised first
+    assert "Bundle check" in view.markdown and "Bundle check" in out  # re-materialised first
     assert view.manifest["source_hash"] == manifest["source_hash"]
     assert f"<h3>{manifest['title']}</h3>" in out
     assert f"sha256 {manifest['source_hash'][:12]}" in out and f"key {key}" in out
     assert "<script" not in out.lower() and not re.search(r"<[^>]*onerror", out)
     assert not hasattr(view, "_repr_markdown_")
     reads = wb.diagnostics.events("read")
-    assert reads["key"].tolist() == [key]             # one display, one read
+    assert reads["key"].tolist() == [key]  # one display, one read
     # a note that *shows* markup as text: its Markdown carries the tags, the display must not run them
-    wb.source.update_note(key, html.replace(
-        "</div>", "<p>Literal &lt;script&gt;alert(3)&lt;/script&gt; &lt;img src=x onerror=alert(4)&gt;</p></div>"))
+    wb.source.update_note(
+        key,
+        html.replace(
+            "</div>", "<p>Literal &lt;script&gt;alert(3)&lt;/script&gt; &lt;img src=x onerror=alert(4)&gt;</p></div>"
+        ),
+    )
     literal = wb.bundle(key)
     assert "<script>alert(3)" in literal.markdown.replace("\\", "")
     out = literal._repr_html_()

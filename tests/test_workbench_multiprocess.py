@@ -16,7 +16,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-WORKER = textwrap.dedent('''
+WORKER = textwrap.dedent("""
     import json, os, sys
     from pathlib import Path
     from zocrates_nb.workbench import Workbench
@@ -46,7 +46,7 @@ WORKER = textwrap.dedent('''
         out["hits"] = [[h.key, h.ranks.get("lexical"), h.ranks.get("dense")] for h in results.hits]
     wb.close()
     print(json.dumps(out))
-''')
+""")
 
 
 def test_two_kernels_search_and_see_each_others_saved_note(demo_home, tmp_path):
@@ -54,14 +54,24 @@ def test_two_kernels_search_and_see_each_others_saved_note(demo_home, tmp_path):
     script.write_text(WORKER)
     flag = tmp_path / "saved-key"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    reader = subprocess.Popen([sys.executable, str(script), "reader", str(demo_home), str(flag)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    saver = subprocess.Popen([sys.executable, str(script), "saver", str(demo_home), str(flag)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    reader = subprocess.Popen(
+        [sys.executable, str(script), "reader", str(demo_home), str(flag)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    saver = subprocess.Popen(
+        [sys.executable, str(script), "saver", str(demo_home), str(flag)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     results = {}
     try:
         for name, proc in (("saver", saver), ("reader", reader)):
-            out, err = proc.communicate(timeout=240)          # a hang fails here
+            out, err = proc.communicate(timeout=240)  # a hang fails here
             assert proc.returncode == 0, f"{name} failed:\n{err[-3000:]}"
             assert "database is locked" not in err
             results[name] = json.loads(out.strip().splitlines()[-1])

@@ -86,12 +86,13 @@ class LLMSettings:
         return self.models.get(role) or self.model
 
     @classmethod
-    def from_config(cls, config: dict) -> "LLMSettings":
+    def from_config(cls, config: dict) -> LLMSettings:
         llm = config.get("llm", {})
         return cls(**{name: copy.deepcopy(llm.get(name, DEFAULT_CONFIG["llm"][name])) for name in LLM_FIELDS})
 
 
 # ----------------------------------------------------------------------------- validation
+
 
 def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
@@ -110,20 +111,27 @@ def validate_config(config: Any) -> None:
     are refused in every section (a typo there would silently do nothing — or be an API key).
     """
     if not isinstance(config, dict):
-        raise ValidationError(f"The config must be a JSON object, not {_type_name(config)}.",
-                              hint="Run `zocrates-nb config reset` to start from the defaults.")
+        raise ValidationError(
+            f"The config must be a JSON object, not {_type_name(config)}.",
+            hint="Run `zocrates-nb config reset` to start from the defaults.",
+        )
     limit = config.get("max_research_profile_chars", DEFAULT_CONFIG["max_research_profile_chars"])
     if not _is_int(limit) or not 1 <= limit <= PROFILE_LIMIT_MAX:
-        raise ValidationError(f"max_research_profile_chars must be an integer 1..{PROFILE_LIMIT_MAX}, "
-                              f"not {limit!r}.", hint=f"Use a value up to {PROFILE_LIMIT_MAX}.")
+        raise ValidationError(
+            f"max_research_profile_chars must be an integer 1..{PROFILE_LIMIT_MAX}, not {limit!r}.",
+            hint=f"Use a value up to {PROFILE_LIMIT_MAX}.",
+        )
     profile = config.get("user_research_profile", "")
     if not isinstance(profile, str):
-        raise ValidationError(f"user_research_profile must be a string, not {_type_name(profile)}.",
-                              hint="Use `zocrates-nb profile set --text '...'` or `zocrates-nb profile clear`.")
+        raise ValidationError(
+            f"user_research_profile must be a string, not {_type_name(profile)}.",
+            hint="Use `zocrates-nb profile set --text '...'` or `zocrates-nb profile clear`.",
+        )
     if len(profile) > limit:
         raise ValidationError(
             f"The research profile is {len(profile)} characters long; the limit is {limit} characters.",
-            hint=f"Shorten it by {len(profile) - limit} characters.")
+            hint=f"Shorten it by {len(profile) - limit} characters.",
+        )
     check_text("user_research_profile", profile, limit)
     for section in SECTIONS:
         check_section(section, config.get(section, {}))
@@ -161,6 +169,7 @@ def _refuse_non_json_constant(name: str) -> None:
 
 # ----------------------------------------------------------------------------- the store
 
+
 class ConfigStore:
     """Read and write one ``zocrates_config.json`` safely from many processes."""
 
@@ -175,7 +184,7 @@ class ConfigStore:
         self._cached: tuple[tuple[int, int, int] | None, dict] | None = None
 
     @classmethod
-    def for_paths(cls, paths: "DataPaths") -> "ConfigStore":
+    def for_paths(cls, paths: DataPaths) -> ConfigStore:
         return cls(paths.config, paths.config_lock)
 
     def __repr__(self) -> str:
@@ -213,8 +222,9 @@ class ConfigStore:
         except FileNotFoundError:
             return {}, None
         except OSError as exc:
-            raise ConfigError(f"Cannot read {self.path}: {exc.strerror}.",
-                              hint="Check the file's permissions.") from exc
+            raise ConfigError(
+                f"Cannot read {self.path}: {exc.strerror}.", hint="Check the file's permissions."
+            ) from exc
         try:
             data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_non_json_constant)
             validate_config(data)
@@ -224,7 +234,8 @@ class ConfigStore:
             raise ConfigError(
                 f"The config file {self.path} is damaged: {reason}. A copy of the damaged file was kept at {kept}.",
                 hint=f"Fix it by hand, restore a backup over {self.path.name}, or run `zocrates-nb config reset` "
-                     "to start from the defaults (the copy stays).") from exc
+                "to start from the defaults (the copy stays).",
+            ) from exc
         return data, (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def _keep_corrupt_copy(self, raw: bytes) -> Path:
@@ -266,9 +277,10 @@ class ConfigStore:
                     validate_config(new)
                     self._cached = (self._write_atomic(new), copy.deepcopy(new))
             except Timeout as exc:
-                raise ConfigError(f"Another process has held the config lock {self.lock_path} for over "
-                                  f"{self.lock_timeout:g} s.",
-                                  hint="Wait for the other kernel or command to finish, then try again.") from exc
+                raise ConfigError(
+                    f"Another process has held the config lock {self.lock_path} for over {self.lock_timeout:g} s.",
+                    hint="Wait for the other kernel or command to finish, then try again.",
+                ) from exc
         return merge_defaults(new)
 
     def reset(self) -> dict:
@@ -287,12 +299,15 @@ class ConfigStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._remove_stale_temps()
         try:  # standard JSON only: NaN/Infinity and lone surrogates are refused, never written
-            data = (json.dumps(config, indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False)
-                    + "\n").encode("utf-8")
+            data = (json.dumps(config, indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False) + "\n").encode(
+                "utf-8"
+            )
         except (ValueError, UnicodeEncodeError) as exc:
-            raise ValidationError(f"The config cannot be written as standard JSON ({exc.__class__.__name__}: "
-                                  "NaN, Infinity or an invalid character).",
-                                  hint="Use finite numbers and plain text.") from exc
+            raise ValidationError(
+                f"The config cannot be written as standard JSON ({exc.__class__.__name__}: "
+                "NaN, Infinity or an invalid character).",
+                hint="Use finite numbers and plain text.",
+            ) from exc
         st = write_atomically(self.path, data)
         return (st.st_ino, st.st_size, st.st_mtime_ns)
 
@@ -313,8 +328,7 @@ class ConfigStore:
 
     def set_profile(self, text: str) -> None:
         if not isinstance(text, str):
-            raise ValidationError(f"The research profile must be a string, not {_type_name(text)}.",
-                                  hint="Pass text.")
+            raise ValidationError(f"The research profile must be a string, not {_type_name(text)}.", hint="Pass text.")
         self.update({"user_research_profile": text})
 
     def clear_profile(self) -> None:
@@ -327,11 +341,11 @@ class ConfigStore:
         """Change some LLM fields (``models``/``prices`` replace as a whole); unknown names are refused."""
         unknown = sorted(set(fields) - set(LLM_FIELDS))
         if unknown:
-            raise ValidationError(f"Unknown llm field(s): {', '.join(unknown)}.",
-                                  hint=f"Allowed llm fields: {', '.join(LLM_FIELDS)}.")
+            raise ValidationError(
+                f"Unknown llm field(s): {', '.join(unknown)}.", hint=f"Allowed llm fields: {', '.join(LLM_FIELDS)}."
+            )
         self.update({"llm": fields})
 
     def clear_llm(self) -> None:
         """Back to no LLM configured (the default llm section). secrets.json is not touched."""
         self.update(lambda config: {**config, "llm": copy.deepcopy(DEFAULT_CONFIG["llm"])})
-

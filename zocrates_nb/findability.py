@@ -72,6 +72,12 @@ def run_findability(index: Any, *, k: int = 5, worst: int = 10, llm: Any = None)
     mrr = sum(1.0 / r["rank"] for r in rows if r["rank"]) / n if n else 0.0
     recall = sum(1 for r in rows if r["rank"] and r["rank"] <= k) / n if n else 0.0
     least = sorted(rows, key=lambda r: (-(r["rank"] or 99), r["key"]))[:worst]
-    return {"notes": n, "skipped": skipped, "mrr@10": round(mrr, 4), f"recall@{k}": round(recall, 4),
-            "least_findable": [r for r in least if (r["rank"] or 99) > 1],
-            "seconds": round(time.perf_counter() - started, 2), "dataset": "my-notes"}
+    return {
+        "notes": n,
+        "skipped": skipped,
+        "mrr@10": round(mrr, 4),
+        f"recall@{k}": round(recall, 4),
+        "least_findable": [r for r in least if (r["rank"] or 99) > 1],
+        "seconds": round(time.perf_counter() - started, 2),
+        "dataset": "my-notes",
+    }

@@ -47,21 +47,31 @@ class OutboxEntry:
     reason: str = ""
     write_token: str = ""
     attempts: int = 0
-    written_to: str = ""   # for waiting notes: "zotero-local" | "zotero-web"
-    written: float = 0.0   # for waiting notes: when Zotero confirmed it (epoch seconds)
+    written_to: str = ""  # for waiting notes: "zotero-local" | "zotero-web"
+    written: float = 0.0  # for waiting notes: when Zotero confirmed it (epoch seconds)
 
     def as_note(self) -> Note:
         return Note(self.key, self.html, self.parent_key, () if self.parent_key else self.collection_keys)
 
     def to_dict(self) -> dict:
-        return {"key": self.key, "title": self.title, "parent_key": self.parent_key,
-                "collection_keys": list(self.collection_keys), "reason": self.reason, "attempts": self.attempts}
+        return {
+            "key": self.key,
+            "title": self.title,
+            "parent_key": self.parent_key,
+            "collection_keys": list(self.collection_keys),
+            "reason": self.reason,
+            "attempts": self.attempts,
+        }
 
     def waiting_dict(self, now: float | None = None) -> dict:
         """A waiting note as ``outbox list --json`` shows it: where it went and how long it has waited."""
-        return {"key": self.key, "title": self.title, "written_to": self.written_to,
-                "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.written)),
-                "waiting_s": round(waited_s(self.written, now), 1)}
+        return {
+            "key": self.key,
+            "title": self.title,
+            "written_to": self.written_to,
+            "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.written)),
+            "waiting_s": round(waited_s(self.written, now), 1),
+        }
 
 
 def waited_s(since: float, now: float | None = None) -> float:
@@ -79,12 +89,14 @@ def format_age(seconds: float) -> str:
 
 @dataclass
 class PushReport:
-    written: list[tuple[str, str]]      # (key, where)
-    kept: list[tuple[str, str]]         # (key, reason)
+    written: list[tuple[str, str]]  # (key, where)
+    kept: list[tuple[str, str]]  # (key, reason)
 
     def to_dict(self) -> dict:
-        return {"written": [{"key": k, "where": w} for k, w in self.written],
-                "kept": [{"key": k, "reason": r} for k, r in self.kept]}
+        return {
+            "written": [{"key": k, "where": w} for k, w in self.written],
+            "kept": [{"key": k, "reason": r} for k, r in self.kept],
+        }
 
 
 class Outbox:
@@ -92,7 +104,7 @@ class Outbox:
 
     def __init__(self, path: Path, lock_path: Path, paths=None) -> None:
         self.path, self.lock_path = Path(path), Path(lock_path)
-        self.paths = paths     # the DataPaths it belongs to (to ask the writers about waiting notes)
+        self.paths = paths  # the DataPaths it belongs to (to ask the writers about waiting notes)
 
     @classmethod
     def for_paths(cls, paths) -> Outbox:
@@ -102,28 +114,46 @@ class Outbox:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")   # an entry is a user's note: durable before we return
+        conn.execute("PRAGMA synchronous = FULL")  # an entry is a user's note: durable before we return
         for statement in _SCHEMA:
             conn.execute(statement)
         return conn
 
     # -- adding and reading ----------------------------------------------
-    def add(self, html: str, *, title: str, parent_key: str | None = None,
-            collection_keys: Sequence[str] = (), reason: str = "not sent yet") -> OutboxEntry:
-        entry = OutboxEntry(new_key(), html, parent_key, tuple(collection_keys), title, reason,
-                            secrets.token_hex(16))
+    def add(
+        self,
+        html: str,
+        *,
+        title: str,
+        parent_key: str | None = None,
+        collection_keys: Sequence[str] = (),
+        reason: str = "not sent yet",
+    ) -> OutboxEntry:
+        entry = OutboxEntry(new_key(), html, parent_key, tuple(collection_keys), title, reason, secrets.token_hex(16))
         with closing(self._connect()) as conn:
-            conn.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                         (entry.key, entry.write_token, html, parent_key, json.dumps(list(collection_keys)),
-                          title, time.time(), reason))
+            conn.execute(
+                "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                (
+                    entry.key,
+                    entry.write_token,
+                    html,
+                    parent_key,
+                    json.dumps(list(collection_keys)),
+                    title,
+                    time.time(),
+                    reason,
+                ),
+            )
         return entry
 
     def entries(self) -> list[OutboxEntry]:
         if not self.path.exists():
             return []
         with closing(self._connect()) as conn:
-            rows = conn.execute("SELECT key, html, parent_key, collection_keys, title, reason, write_token, attempts "
-                                "FROM entries ORDER BY created").fetchall()
+            rows = conn.execute(
+                "SELECT key, html, parent_key, collection_keys, title, reason, write_token, attempts "
+                "FROM entries ORDER BY created"
+            ).fetchall()
         return [OutboxEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7]) for r in rows]
 
     def waiting(self) -> list[OutboxEntry]:
@@ -131,10 +161,13 @@ class Outbox:
         if not self.path.exists():
             return []
         with closing(self._connect()) as conn:
-            rows = conn.execute("SELECT key, html, parent_key, collection_keys, title, written_to, written "
-                                "FROM waiting ORDER BY written").fetchall()
-        return [OutboxEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], written_to=r[5], written=r[6])
-                for r in rows]
+            rows = conn.execute(
+                "SELECT key, html, parent_key, collection_keys, title, written_to, written "
+                "FROM waiting ORDER BY written"
+            ).fetchall()
+        return [
+            OutboxEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], written_to=r[5], written=r[6]) for r in rows
+        ]
 
     def counts(self) -> dict:
         """``outbox`` and ``waiting`` sizes, and how long the oldest waiting note has waited (s, or None)."""
@@ -142,8 +175,11 @@ class Outbox:
             return {"outbox": 0, "waiting": 0, "oldest_waiting_s": None}
         with closing(self._connect()) as conn:
             waiting, oldest = conn.execute("SELECT count(*), min(written) FROM waiting").fetchone()
-            return {"outbox": conn.execute("SELECT count(*) FROM entries").fetchone()[0], "waiting": waiting,
-                    "oldest_waiting_s": None if oldest is None else round(waited_s(oldest), 1)}
+            return {
+                "outbox": conn.execute("SELECT count(*) FROM entries").fetchone()[0],
+                "waiting": waiting,
+                "oldest_waiting_s": None if oldest is None else round(waited_s(oldest), 1),
+            }
 
     # -- state changes -----------------------------------------------------
     def note_failure(self, key: str, reason: str) -> None:
@@ -154,11 +190,13 @@ class Outbox:
         """Zotero confirmed ``key``: leave the outbox (into ``waiting`` until the snapshot shows it)."""
         with closing(self._connect()) as conn:
             conn.execute("BEGIN IMMEDIATE")
-            row = conn.execute("SELECT html, parent_key, collection_keys, title FROM entries WHERE key = ?",
-                               (key,)).fetchone()
+            row = conn.execute(
+                "SELECT html, parent_key, collection_keys, title FROM entries WHERE key = ?", (key,)
+            ).fetchone()
             if row and wait_for_snapshot:
-                conn.execute("INSERT OR REPLACE INTO waiting VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (key, *row, written_to, time.time()))
+                conn.execute(
+                    "INSERT OR REPLACE INTO waiting VALUES (?, ?, ?, ?, ?, ?, ?)", (key, *row, written_to, time.time())
+                )
             conn.execute("DELETE FROM entries WHERE key = ?", (key,))
             conn.execute("COMMIT")
 
@@ -177,8 +215,9 @@ class Outbox:
             conn.executemany("DELETE FROM waiting WHERE key = ?", [(k,) for k in keys])
 
     # -- sending -------------------------------------------------------------
-    def push(self, send: Callable[[OutboxEntry], str], *, wait_for_snapshot: bool = True,
-             lock_timeout: float = 120.0) -> PushReport:
+    def push(
+        self, send: Callable[[OutboxEntry], str], *, wait_for_snapshot: bool = True, lock_timeout: float = 120.0
+    ) -> PushReport:
         """Send every entry with ``send(entry) -> where``; one pusher at a time across processes.
 
         ``send`` raises ``WriterUnavailable`` when Zotero cannot be reached (stop: the rest
@@ -189,7 +228,7 @@ class Outbox:
 
         report = PushReport([], [])
         with file_lock(self.lock_path, timeout=lock_timeout):
-            pending = self.entries()      # read under the lock: another pusher's confirmations are seen
+            pending = self.entries()  # read under the lock: another pusher's confirmations are seen
             for index, entry in enumerate(pending):
                 try:
                     where = send(entry)

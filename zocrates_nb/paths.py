@@ -21,8 +21,9 @@ from pathlib import Path
 APP_NAME = "zocrates_nb"
 
 
-def resolve_data_dir(data_dir: str | os.PathLike | None = None,
-                     zotero_data_dir: str | os.PathLike | None = None) -> Path:
+def resolve_data_dir(
+    data_dir: str | os.PathLike | None = None, zotero_data_dir: str | os.PathLike | None = None
+) -> Path:
     """Return the data directory, following the documented resolution order."""
     if data_dir:
         return Path(data_dir).expanduser().resolve()
@@ -54,7 +55,7 @@ class DataPaths:
     root: Path
 
     @classmethod
-    def resolve(cls, data_dir=None, zotero_data_dir=None) -> "DataPaths":
+    def resolve(cls, data_dir=None, zotero_data_dir=None) -> DataPaths:
         return cls(resolve_data_dir(data_dir, zotero_data_dir))
 
     @property
@@ -102,7 +103,7 @@ class DataPaths:
     def locks(self) -> Path:
         return self.root / "locks"
 
-    def ensure(self) -> "DataPaths":
+    def ensure(self) -> DataPaths:
         for d in (self.root, self.corpus, self.diagnostics, self.locks):
             d.mkdir(parents=True, exist_ok=True)
         return self

@@ -12,8 +12,9 @@ from __future__ import annotations
 from zocrates_nb.tokens import count_tokens
 
 PROFILE_HEADER = "# User Research Profile & Directives"
-PROFILE_INSTRUCTION = ("Adhere to the following user profile, background assumptions, and formatting preferences "
-                       "across your responses:")
+PROFILE_INSTRUCTION = (
+    "Adhere to the following user profile, background assumptions, and formatting preferences across your responses:"
+)
 CONTEXT_WINDOW_TOKENS = 128_000
 
 #: The editor's placeholder, shown greyed-out in an empty field. Never saved as the profile.
@@ -51,5 +52,4 @@ def profile_token_report(text: str | None, limit: int = 1000, encoding: str = "o
     """Characters, limit, tokens of the formatted section and its share of a 128k context."""
     text = text or ""
     tokens = count_tokens(format_user_research_profile_context(text), encoding)
-    return {"chars": len(text), "limit": limit, "tokens": tokens,
-            "share_of_128k": tokens / CONTEXT_WINDOW_TOKENS}
+    return {"chars": len(text), "limit": limit, "tokens": tokens, "share_of_128k": tokens / CONTEXT_WINDOW_TOKENS}

@@ -41,8 +41,16 @@ class ProgressReporter:
     a short status after the counter.
     """
 
-    def __init__(self, total: int, description: str, *, enabled: bool | None = None,
-                 stream: IO[str] | None = None, min_total: int = 20, unit: str = "doc") -> None:
+    def __init__(
+        self,
+        total: int,
+        description: str,
+        *,
+        enabled: bool | None = None,
+        stream: IO[str] | None = None,
+        min_total: int = 20,
+        unit: str = "doc",
+    ) -> None:
         self.total = total
         self.count = 0
         self.stream = stream if stream is not None else sys.stderr
@@ -59,8 +67,15 @@ class ProgressReporter:
         else:
             from tqdm import tqdm as line_tqdm
 
-            self._bar = line_tqdm(total=total, desc=description, unit=unit, file=self.stream,
-                                  dynamic_ncols=True, leave=True, mininterval=0.1)
+            self._bar = line_tqdm(
+                total=total,
+                desc=description,
+                unit=unit,
+                file=self.stream,
+                dynamic_ncols=True,
+                leave=True,
+                mininterval=0.1,
+            )
 
     def update(self, n: int = 1) -> None:
         self.count += n
@@ -76,7 +91,7 @@ class ProgressReporter:
             self._bar.close()
             self._bar = None
 
-    def __enter__(self) -> "ProgressReporter":
+    def __enter__(self) -> ProgressReporter:
         return self
 
     def __exit__(self, *exc: object) -> None:

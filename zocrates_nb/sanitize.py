@@ -23,20 +23,97 @@ import nh3
 __all__ = ["sanitize_html", "sanitize_note_html", "escape_text"]
 
 _COMMON_TAGS = {
-    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "em", "i", "u", "s", "del",
-    "ins", "strike", "sub", "sup", "code", "pre", "kbd", "samp", "var", "blockquote", "q", "cite",
-    "abbr", "acronym", "dfn", "ul", "ol", "li", "dl", "dt", "dd", "table", "caption", "colgroup", "col",
-    "thead", "tbody", "tfoot", "tr", "th", "td", "a", "img", "span", "div",
+    "p",
+    "br",
+    "hr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "strong",
+    "b",
+    "em",
+    "i",
+    "u",
+    "s",
+    "del",
+    "ins",
+    "strike",
+    "sub",
+    "sup",
+    "code",
+    "pre",
+    "kbd",
+    "samp",
+    "var",
+    "blockquote",
+    "q",
+    "cite",
+    "abbr",
+    "acronym",
+    "dfn",
+    "ul",
+    "ol",
+    "li",
+    "dl",
+    "dt",
+    "dd",
+    "table",
+    "caption",
+    "colgroup",
+    "col",
+    "thead",
+    "tbody",
+    "tfoot",
+    "tr",
+    "th",
+    "td",
+    "a",
+    "img",
+    "span",
+    "div",
 }
 DISPLAY_TAGS = _COMMON_TAGS | {"mark", "small", "details", "summary", "figure", "figcaption"}
 #: zotero/note-editor ``src/core/schema/README.md`` "TinyMCE valid elements list"
 NOTE_TAGS = _COMMON_TAGS | {"address", "font", "bdo", "label", "legend"}
 
-_DROP_CONTENT = {"script", "style", "noscript", "template", "iframe", "object", "embed", "svg",
-                 "math", "textarea", "select", "title", "head", "frameset", "applet"}
-_CLASS_HOLDERS = ("span", "div", "pre", "code", "p", "table", "td", "th", "li", "ul", "ol", "a",
-                  "blockquote", "section")
+_DROP_CONTENT = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "iframe",
+    "object",
+    "embed",
+    "svg",
+    "math",
+    "textarea",
+    "select",
+    "title",
+    "head",
+    "frameset",
+    "applet",
+}
+_CLASS_HOLDERS = (
+    "span",
+    "div",
+    "pre",
+    "code",
+    "p",
+    "table",
+    "td",
+    "th",
+    "li",
+    "ul",
+    "ol",
+    "a",
+    "blockquote",
+    "section",
+)
 _CELL = {"colspan", "rowspan", "align"}
+
 
 def _with_class(attributes: dict[str, set[str]], holders: tuple[str, ...]) -> dict[str, set[str]]:
     merged = {tag: set(names) for tag, names in attributes.items()}
@@ -45,20 +122,30 @@ def _with_class(attributes: dict[str, set[str]], holders: tuple[str, ...]) -> di
     return merged
 
 
-DISPLAY_ATTRIBUTES: dict[str, set[str]] = _with_class({
-    "*": {"dir", "lang", "title"},
-    "a": {"href", "title"},
-    "img": {"src", "alt", "title", "width", "height"},
-    "td": _CELL, "th": _CELL | {"scope"}, "ol": {"start"},
-}, _CLASS_HOLDERS)
-NOTE_ATTRIBUTES: dict[str, set[str]] = _with_class({
-    "*": {"dir"},
-    "a": {"href", "title"},
-    "img": {"src", "alt", "title", "width", "height"},
-    "td": {"colspan", "rowspan"}, "th": {"colspan", "rowspan"}, "ol": {"start"},
-    "blockquote": {"cite"},
-    **{f"h{n}": {"id"} for n in range(1, 7)},
-}, ("span", "pre", "p", "code", "div"))
+DISPLAY_ATTRIBUTES: dict[str, set[str]] = _with_class(
+    {
+        "*": {"dir", "lang", "title"},
+        "a": {"href", "title"},
+        "img": {"src", "alt", "title", "width", "height"},
+        "td": _CELL,
+        "th": _CELL | {"scope"},
+        "ol": {"start"},
+    },
+    _CLASS_HOLDERS,
+)
+NOTE_ATTRIBUTES: dict[str, set[str]] = _with_class(
+    {
+        "*": {"dir"},
+        "a": {"href", "title"},
+        "img": {"src", "alt", "title", "width", "height"},
+        "td": {"colspan", "rowspan"},
+        "th": {"colspan", "rowspan"},
+        "ol": {"start"},
+        "blockquote": {"cite"},
+        **{f"h{n}": {"id"} for n in range(1, 7)},
+    },
+    ("span", "pre", "p", "code", "div"),
+)
 
 _SCHEMES = {"http", "https", "mailto", "zotero"}
 _IMG = re.compile(r"<img\b[^>]*>", re.I)
@@ -97,9 +184,16 @@ def sanitize_html(html: str) -> str:
     """Untrusted HTML → HTML that is safe to put into a notebook output or widget."""
     if not html:
         return ""
-    cleaned = nh3.clean(html, tags=DISPLAY_TAGS, clean_content_tags=_DROP_CONTENT,
-                        attributes=DISPLAY_ATTRIBUTES, attribute_filter=_attribute_filter,
-                        url_schemes=_SCHEMES, link_rel="noopener noreferrer", strip_comments=True)
+    cleaned = nh3.clean(
+        html,
+        tags=DISPLAY_TAGS,
+        clean_content_tags=_DROP_CONTENT,
+        attributes=DISPLAY_ATTRIBUTES,
+        attribute_filter=_attribute_filter,
+        url_schemes=_SCHEMES,
+        link_rel="noopener noreferrer",
+        strip_comments=True,
+    )
     return _replace_remote_images(cleaned, keep_attachment_images=False)
 
 
@@ -111,8 +205,15 @@ def sanitize_note_html(html: str) -> str:
     """
     if not html:
         return ""
-    cleaned = nh3.clean(html, tags=NOTE_TAGS, clean_content_tags=_DROP_CONTENT,
-                        attributes=NOTE_ATTRIBUTES, attribute_filter=_attribute_filter,
-                        generic_attribute_prefixes={"data-"}, url_schemes=_SCHEMES,
-                        link_rel="noopener noreferrer nofollow", strip_comments=True)
+    cleaned = nh3.clean(
+        html,
+        tags=NOTE_TAGS,
+        clean_content_tags=_DROP_CONTENT,
+        attributes=NOTE_ATTRIBUTES,
+        attribute_filter=_attribute_filter,
+        generic_attribute_prefixes={"data-"},
+        url_schemes=_SCHEMES,
+        link_rel="noopener noreferrer nofollow",
+        strip_comments=True,
+    )
     return _replace_remote_images(cleaned, keep_attachment_images=True)

@@ -28,8 +28,10 @@ from .outbox import Outbox, OutboxEntry
 
 LOCAL_KEY_ENV = "ZOTERO_LOCAL_API_KEY"
 _log = logging.getLogger(__name__)
-NO_WRITER = ("no writer is set up for this Zotero library: run `zocrates-nb library writer local` (Zotero 10) or "
-             "`zocrates-nb library writer web --api-key-env ENV` (zotero.org account)")
+NO_WRITER = (
+    "no writer is set up for this Zotero library: run `zocrates-nb library writer local` (Zotero 10) or "
+    "`zocrates-nb library writer web --api-key-env ENV` (zotero.org account)"
+)
 
 
 @dataclass(frozen=True)
@@ -43,11 +45,17 @@ class SaveRecord:
     reason: str | None = None
 
     def to_dict(self) -> dict:
-        return {"key": self.key, "where": self.where, "parent_key": self.parent_key,
-                "collection_keys": list(self.collection_keys), "reason": self.reason}
+        return {
+            "key": self.key,
+            "where": self.where,
+            "parent_key": self.parent_key,
+            "collection_keys": list(self.collection_keys),
+            "reason": self.reason,
+        }
 
 
 # ----------------------------------------------------------------------------- the local API key
+
 
 def local_key_path(paths) -> Any:
     return paths.root / "zotero_local_key.json"
@@ -63,8 +71,9 @@ def read_local_key(paths) -> str | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"{local_key_path(paths)} is damaged.",
-                          "Delete it and run `zocrates-nb library writer local` again.") from exc
+        raise ConfigError(
+            f"{local_key_path(paths)} is damaged.", "Delete it and run `zocrates-nb library writer local` again."
+        ) from exc
     return data.get("key") if isinstance(data, dict) and isinstance(data.get("key"), str) else None
 
 
@@ -76,6 +85,7 @@ def store_local_key(paths, key: str) -> None:
 
 # ----------------------------------------------------------------------------- choosing writers
 
+
 def _library_path(library_type: str, library_id: Any) -> str:
     return f"{'groups' if library_type == 'group' else 'users'}/{library_id}"
 
@@ -85,28 +95,50 @@ def choose_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
     library, writer = config.get("library") or {}, config.get("writer") or {}
     if library.get("source") == "zotero-web":
         key = os.environ.get(library.get("api_key_env") or "ZOTERO_API_KEY", "").strip()
-        if library.get("local"):   # the approved local key (`library writer local`), else the named variable
+        if library.get("local"):  # the approved local key (`library writer local`), else the named variable
             local_key = read_local_key(paths) or key
             if not local_key:
                 return [], "no local API key: run `zocrates-nb library writer local` (Zotero 10)"
-            return [NoteWriter("zotero-local", library.get("base_url") or LOCAL_API, "users/0", local_key,
-                               library.get("server_id"))], ""
+            return [
+                NoteWriter(
+                    "zotero-local", library.get("base_url") or LOCAL_API, "users/0", local_key, library.get("server_id")
+                )
+            ], ""
         if not key:
             return [], f"the Zotero API key is not set (${library.get('api_key_env')})"
-        return [NoteWriter("zotero-web", library.get("base_url") or WEB_API,
-                           _library_path(library.get("library_type") or "user", library.get("library_id")), key)], ""
+        return [
+            NoteWriter(
+                "zotero-web",
+                library.get("base_url") or WEB_API,
+                _library_path(library.get("library_type") or "user", library.get("library_id")),
+                key,
+            )
+        ], ""
     kind = writer.get("kind") or "auto"
     writers: list[NoteWriter] = []
     if kind in ("auto", "local"):
         approved_key = read_local_key(paths)
         if approved_key:
-            writers.append(NoteWriter("zotero-local", writer.get("local_base_url") or LOCAL_API, "users/0",
-                                      approved_key, writer.get("server_id")))
+            writers.append(
+                NoteWriter(
+                    "zotero-local",
+                    writer.get("local_base_url") or LOCAL_API,
+                    "users/0",
+                    approved_key,
+                    writer.get("server_id"),
+                )
+            )
     if kind in ("auto", "web") and writer.get("library_id") not in (None, ""):
         key = os.environ.get(writer.get("api_key_env") or "ZOTERO_API_KEY", "").strip()
         if key:
-            writers.append(NoteWriter("zotero-web", writer.get("base_url") or WEB_API,
-                                      _library_path(writer.get("library_type") or "user", writer["library_id"]), key))
+            writers.append(
+                NoteWriter(
+                    "zotero-web",
+                    writer.get("base_url") or WEB_API,
+                    _library_path(writer.get("library_type") or "user", writer["library_id"]),
+                    key,
+                )
+            )
         elif kind == "web":
             return [], f"the Web API key is not set (${writer.get('api_key_env')})"
     if not writers:
@@ -128,6 +160,7 @@ def writer_summary(paths, config: dict) -> dict:
 
 # ----------------------------------------------------------------------------- checking a Web API writer once
 
+
 def desktop_account(library: dict) -> tuple[bool, int | None]:
     """(is the library a desktop ``zotero.sqlite``, the zotero.org account it syncs with or None)."""
     from .zotero_setup import desktop_account as desktop_account_and_group
@@ -143,8 +176,9 @@ def _checks_path(paths) -> Path:
 def _check_id(writer: NoteWriter, desktop_user_id: int | None) -> str:
     """One id per writer configuration (URL, library, key, desktop account); the key only as a hash."""
     key_hash = hashlib.sha256(writer.api_key.encode("utf-8")).hexdigest()
-    return hashlib.sha256(json.dumps([writer.base_url, writer.library_path, key_hash, desktop_user_id])
-                          .encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(
+        json.dumps([writer.base_url, writer.library_path, key_hash, desktop_user_id]).encode("utf-8")
+    ).hexdigest()[:32]
 
 
 def _checked_ids(paths) -> list[str]:
@@ -152,7 +186,7 @@ def _checked_ids(paths) -> list[str]:
         data = json.loads(_checks_path(paths).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return []
-    except (OSError, ValueError) as exc:   # derived data: a damaged cache only means "check again"
+    except (OSError, ValueError) as exc:  # derived data: a damaged cache only means "check again"
         _log.warning("ignoring damaged %s (%s): the writer is checked again", _checks_path(paths), exc)
         return []
     return [str(x) for x in data.get("checked", [])] if isinstance(data, dict) else []
@@ -172,15 +206,19 @@ def verify_web_writer(paths, config: dict, writer: NoteWriter) -> None:
     """
     library, section = config.get("library") or {}, config.get("writer") or {}
     if writer.kind != "zotero-web" or library.get("source") == "zotero-web":
-        return                     # the local API and the Web API source write into the library they read
+        return  # the local API and the Web API source write into the library they read
     desktop, desktop_user_id = desktop_account(library)
     check_id = _check_id(writer, desktop_user_id)
     if check_id in _checked_ids(paths):
         return
     library_type = section.get("library_type") or "user"
-    check_web_key(key_info(writer.base_url, writer.api_key, timeout=writer.timeout), library_type=library_type,
-                  library_id=str(section.get("library_id")), desktop_user_id=desktop_user_id,
-                  desktop=desktop and library_type == "user")
+    check_web_key(
+        key_info(writer.base_url, writer.api_key, timeout=writer.timeout),
+        library_type=library_type,
+        library_id=str(section.get("library_id")),
+        desktop_user_id=desktop_user_id,
+        desktop=desktop and library_type == "user",
+    )
     _remember_checked(paths, check_id)
 
 
@@ -201,6 +239,7 @@ def _usable_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
 
 
 # ----------------------------------------------------------------------------- waiting notes Zotero dropped
+
 
 def resolve_gone_waiting(outbox: Outbox, keys: Sequence[str]) -> list[str]:
     """Of these waiting notes, forget those Zotero says are deleted (404) or in the trash; return them.
@@ -238,10 +277,11 @@ def resolve_gone_waiting(outbox: Outbox, keys: Sequence[str]) -> list[str]:
 
 # ----------------------------------------------------------------------------- pushing and saving
 
+
 def push_outbox(paths, config: dict, *, wait_for_snapshot: bool = True):
     """Send every outbox entry through the first writer that answers; a PushReport."""
     outbox = Outbox.for_paths(paths)
-    chosen: list[tuple[list[NoteWriter], str]] = []    # checked lazily: an empty outbox costs nothing
+    chosen: list[tuple[list[NoteWriter], str]] = []  # checked lazily: an empty outbox costs nothing
 
     def send(entry: OutboxEntry) -> str:
         if not chosen:
@@ -252,8 +292,13 @@ def push_outbox(paths, config: dict, *, wait_for_snapshot: bool = True):
         last: WriterUnavailable | None = None
         for writer in writers:
             try:
-                writer.create_note(entry.key, entry.html, write_token=entry.write_token,
-                                   parent_key=entry.parent_key, collection_keys=entry.collection_keys)
+                writer.create_note(
+                    entry.key,
+                    entry.html,
+                    write_token=entry.write_token,
+                    parent_key=entry.parent_key,
+                    collection_keys=entry.collection_keys,
+                )
                 return writer.kind
             except WriterUnavailable as exc:
                 last = exc
@@ -262,8 +307,9 @@ def push_outbox(paths, config: dict, *, wait_for_snapshot: bool = True):
     return outbox.push(send, wait_for_snapshot=wait_for_snapshot)
 
 
-def save_to_zotero(paths, config: dict, corpus, html: str, *, title: str, parent_key: str | None,
-                   collection_keys: Sequence[str]) -> SaveRecord:
+def save_to_zotero(
+    paths, config: dict, corpus, html: str, *, title: str, parent_key: str | None, collection_keys: Sequence[str]
+) -> SaveRecord:
     """Outbox entry → indexed at once → pushed; the record says where the note is now."""
     outbox = Outbox.for_paths(paths)
     entry = outbox.add(html, title=title, parent_key=parent_key, collection_keys=collection_keys)
@@ -277,6 +323,7 @@ def save_to_zotero(paths, config: dict, corpus, html: str, *, title: str, parent
 
 
 # ----------------------------------------------------------------------------- what the user sees
+
 
 @dataclass(frozen=True)
 class SavedNote:
@@ -293,15 +340,20 @@ class SavedNote:
 
     def to_dict(self) -> dict:
         """The ``"saved"`` record of ``ask --save --json``."""
-        return {"key": self.key, "where": self.destination, "parent_key": self.parent_key,
-                "collection_keys": [self.collection_key] if self.collection_key else [], "reason": self.reason}
+        return {
+            "key": self.key,
+            "where": self.destination,
+            "parent_key": self.parent_key,
+            "collection_keys": [self.collection_key] if self.collection_key else [],
+            "reason": self.reason,
+        }
 
     def _repr_html_(self) -> str:
         # HTML with escaped text, not Markdown: JupyterLab renders trusted Markdown output's raw
         # HTML unsanitized, and a title can come from a model's answer.
         from .render import escape
 
-        waiting = (f" Not yet in Zotero: {escape(self.reason or '')}" if self.destination == "outbox" else "")
+        waiting = f" Not yet in Zotero: {escape(self.reason or '')}" if self.destination == "outbox" else ""
         return f"Saved <strong>{escape(self.title)}</strong> — {escape(self.where)}.{waiting}"
 
 
@@ -333,8 +385,17 @@ def session_note(session: Any, title: str | None = None) -> tuple[str, str, list
 
 # ----------------------------------------------------------------------------- Save as Note, for a workbench
 
-def save_note(wb: Any, title: str, markdown: str, *, sources: Sequence[str] = (), collection_key: str | None = None,
-              parent_key: str | None = None, lock: AbstractContextManager[Any]) -> SavedNote:
+
+def save_note(
+    wb: Any,
+    title: str,
+    markdown: str,
+    *,
+    sources: Sequence[str] = (),
+    collection_key: str | None = None,
+    parent_key: str | None = None,
+    lock: AbstractContextManager[Any],
+) -> SavedNote:
     """``Workbench.save_note``: the demo library writes at once; a Zotero library goes outbox-first.
 
     ``wb`` gives the source, corpus, paths, config and events; ``lock`` is held while the library and
@@ -343,41 +404,70 @@ def save_note(wb: Any, title: str, markdown: str, *, sources: Sequence[str] = ()
     from .library.pending import is_zotero_source
 
     if collection_key and parent_key:
-        raise ZocratesError("A note is either a child of a paper or standalone in a collection, not both.",
-                            "Pass parent_key= for a child note, or collection_key= for a standalone note.")
+        raise ZocratesError(
+            "A note is either a child of a paper or standalone in a collection, not both.",
+            "Pass parent_key= for a child note, or collection_key= for a standalone note.",
+        )
     if is_zotero_source(wb.source):
         html = render_note_html(title, markdown, sources)
         return _save_to_zotero(wb, title, html, parent_key, collection_key, lock)
     if not getattr(wb.source, "writable", False):
-        raise LibraryReadOnlyError(f"The library source ({wb.source.describe()}) cannot write notes.",
-                                   "Use the demo library or a Zotero Web/local API source to save notes.")
+        raise LibraryReadOnlyError(
+            f"The library source ({wb.source.describe()}) cannot write notes.",
+            "Use the demo library or a Zotero Web/local API source to save notes.",
+        )
     names = _collection_names(wb, collection_key)
     html = render_note_html(title, markdown, sources)
     started = time.perf_counter()
     with lock:
-        note = wb.source.create_note(html, parent_key=parent_key,
-                                     collection_keys=(collection_key,) if collection_key else ())
+        note = wb.source.create_note(
+            html, parent_key=parent_key, collection_keys=(collection_key,) if collection_key else ()
+        )
         wb.corpus.materialize_note(note)
     where = _where(wb, parent_key, collection_key, names)
-    wb.events.emit("save", key=note.key, parent_key=parent_key, collection=collection_key,
-                   latency_ms=round((time.perf_counter() - started) * 1000, 3))
+    wb.events.emit(
+        "save",
+        key=note.key,
+        parent_key=parent_key,
+        collection=collection_key,
+        latency_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
     return SavedNote(note.key, title, parent_key, collection_key, where)
 
 
-def _save_to_zotero(wb: Any, title: str, html: str, parent_key: str | None, collection_key: str | None,
-                    lock: AbstractContextManager[Any]) -> SavedNote:
+def _save_to_zotero(
+    wb: Any,
+    title: str,
+    html: str,
+    parent_key: str | None,
+    collection_key: str | None,
+    lock: AbstractContextManager[Any],
+) -> SavedNote:
     """Desktop / Web API libraries: outbox, index at once, then the writers (``save_to_zotero``)."""
     if parent_key and wb.source.get_paper(parent_key) is None:
         raise NotFoundError(f"No paper with key {parent_key!r}.", "Pick one of wb.papers().")
     names = _collection_names(wb, collection_key)
     started = time.perf_counter()
     with lock:
-        record = save_to_zotero(wb.paths, wb.config.read(), wb.corpus, html, title=title, parent_key=parent_key,
-                                collection_keys=(collection_key,) if collection_key else ())
+        record = save_to_zotero(
+            wb.paths,
+            wb.config.read(),
+            wb.corpus,
+            html,
+            title=title,
+            parent_key=parent_key,
+            collection_keys=(collection_key,) if collection_key else (),
+        )
     where = _where(wb, parent_key, collection_key, names)
     where += " (not yet in Zotero)" if record.where == "outbox" else ""
-    wb.events.emit("save", key=record.key, parent_key=parent_key, collection=collection_key,
-                   destination=record.where, latency_ms=round((time.perf_counter() - started) * 1000, 3))
+    wb.events.emit(
+        "save",
+        key=record.key,
+        parent_key=parent_key,
+        collection=collection_key,
+        destination=record.where,
+        latency_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
     return SavedNote(record.key, title, parent_key, collection_key, where, record.where, record.reason)
 
 

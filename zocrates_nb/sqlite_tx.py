@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 @contextmanager
-def immediate_transaction(conn: sqlite3.Connection, lock: threading.Lock | threading.RLock) -> Iterator[sqlite3.Connection]:
+def immediate_transaction(
+    conn: sqlite3.Connection, lock: threading.Lock | threading.RLock
+) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` on ``conn`` (autocommit mode), ``ROLLBACK`` on any error.
 
     ``lock`` serialises threads sharing the connection within this process.

@@ -31,7 +31,7 @@ def library_label(library: dict) -> str:
     return "demo library"
 
 
-def _corpus_counts(paths: "DataPaths") -> tuple[dict[str, int], int, str | None]:
+def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None]:
     """(documents by kind, chunk rows, error) from conversion_meta.db; zeros when it does not exist yet."""
     if not paths.meta_db.exists():
         return {}, 0, None
@@ -43,8 +43,9 @@ def _corpus_counts(paths: "DataPaths") -> tuple[dict[str, int], int, str | None]
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         documents: dict[str, int] = {}
         if "documents" in tables:
-            documents = {kind: n for kind, n in
-                         conn.execute("SELECT kind, count(*) FROM documents GROUP BY kind ORDER BY kind")}
+            documents = {
+                kind: n for kind, n in conn.execute("SELECT kind, count(*) FROM documents GROUP BY kind ORDER BY kind")
+            }
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0] if "chunks" in tables else 0
         return documents, chunks, None
     except sqlite3.Error as exc:
@@ -53,7 +54,7 @@ def _corpus_counts(paths: "DataPaths") -> tuple[dict[str, int], int, str | None]
         conn.close()
 
 
-def collect_status(paths: "DataPaths") -> dict[str, Any]:
+def collect_status(paths: DataPaths) -> dict[str, Any]:
     """Version, data dir, profile, LLM (no key), library source, corpus and index counts.
 
     A damaged config does not hide the rest: its message and hint are reported
@@ -77,34 +78,45 @@ def collect_status(paths: "DataPaths") -> dict[str, Any]:
     except ZocratesError as exc:
         key_source, status["secrets_error"] = None, {"message": exc.message, "hint": exc.hint}
     documents, chunks, db_error = _corpus_counts(paths)
-    status.update({
-        "config_path": str(store.path),
-        "profile_configured": bool(profile.strip()),
-        "profile_chars": report["chars"],
-        "profile_limit": report["limit"],
-        "profile_tokens": report["tokens"],
-        "profile_share_of_128k": report["share_of_128k"],
-        "llm": {"configured": settings.configured, "base_url": settings.base_url, "model": settings.model,
-                "models": dict(settings.models), "api_key_env": settings.api_key_env,
-                "api_key_set": key_source is not None, "api_key_source": key_source},
-        "library": {"source": config["library"].get("source", "demo"), "label": library_label(config["library"])},
-        "vectors": {"mode": config["vectors"].get("mode", "persistent")},
-        "corpus": {"notes": documents.get("note", 0), "papers": documents.get("paper", 0),
-                   "documents": sum(documents.values())},
-        "index": {"chunks": chunks},
-    })
+    status.update(
+        {
+            "config_path": str(store.path),
+            "profile_configured": bool(profile.strip()),
+            "profile_chars": report["chars"],
+            "profile_limit": report["limit"],
+            "profile_tokens": report["tokens"],
+            "profile_share_of_128k": report["share_of_128k"],
+            "llm": {
+                "configured": settings.configured,
+                "base_url": settings.base_url,
+                "model": settings.model,
+                "models": dict(settings.models),
+                "api_key_env": settings.api_key_env,
+                "api_key_set": key_source is not None,
+                "api_key_source": key_source,
+            },
+            "library": {"source": config["library"].get("source", "demo"), "label": library_label(config["library"])},
+            "vectors": {"mode": config["vectors"].get("mode", "persistent")},
+            "corpus": {
+                "notes": documents.get("note", 0),
+                "papers": documents.get("paper", 0),
+                "documents": sum(documents.values()),
+            },
+            "index": {"chunks": chunks},
+        }
+    )
     if db_error:
         status["corpus"]["error"] = db_error
     from zocrates_nb.outbox import Outbox
 
-    status["outbox"] = Outbox.for_paths(paths).counts()   # saved notes not in Zotero / not synced down yet
+    status["outbox"] = Outbox.for_paths(paths).counts()  # saved notes not in Zotero / not synced down yet
     from zocrates_nb.doctor import quick_health
 
     status["health"] = quick_health(paths)
     from zocrates_nb.index.dense_fill import read_progress
 
     dense = read_progress(paths.root)
-    if dense is not None:                 # a fill in progress, or one a killed sync left to resume
+    if dense is not None:  # a fill in progress, or one a killed sync left to resume
         status["index"]["dense_progress"] = dense
     return status
 
@@ -114,13 +126,19 @@ def format_status(status: dict[str, Any]) -> str:
     llm = status["llm"]
     if llm["configured"]:
         roles = ", ".join(f"{r}={m}" for r, m in sorted(llm["models"].items()))
-        llm_line = (f"{llm['base_url']} · model {llm['model'] or '(none)'}" + (f" · roles {roles}" if roles else "")
-                    + f" · API key {'set (' + llm['api_key_source'] + ')' if llm['api_key_set'] else 'NOT set'}")
+        llm_line = (
+            f"{llm['base_url']} · model {llm['model'] or '(none)'}"
+            + (f" · roles {roles}" if roles else "")
+            + f" · API key {'set (' + llm['api_key_source'] + ')' if llm['api_key_set'] else 'NOT set'}"
+        )
     else:
         llm_line = "not configured (answers are evidence-only) — `zocrates-nb llm set --base-url URL --model NAME`"
-    profile = (f"{status['profile_chars']} / {status['profile_limit']} characters · {status['profile_tokens']} tokens "
-               f"({status['profile_share_of_128k']:.2%} of 128k)" if status["profile_configured"]
-               else "not set — `zocrates-nb profile set --text '...'`")
+    profile = (
+        f"{status['profile_chars']} / {status['profile_limit']} characters · {status['profile_tokens']} tokens "
+        f"({status['profile_share_of_128k']:.2%} of 128k)"
+        if status["profile_configured"]
+        else "not set — `zocrates-nb profile set --text '...'`"
+    )
     corpus = status["corpus"]
     lines = [
         f"zocrates_nb {status['version']}",
@@ -140,8 +158,10 @@ def format_status(status: dict[str, Any]) -> str:
         from zocrates_nb.outbox import format_age
 
         oldest = outbox.get("oldest_waiting_s")
-        lines.append(f"outbox         : {outbox['waiting']} saved notes waiting for Zotero to sync"
-                     + (f" (the oldest for {format_age(oldest)})" if oldest is not None else ""))
+        lines.append(
+            f"outbox         : {outbox['waiting']} saved notes waiting for Zotero to sync"
+            + (f" (the oldest for {format_age(oldest)})" if oldest is not None else "")
+        )
     if "health" in status:
         lines.append(f"health         : {status['health']['summary']}")
     for problem in ("config_error", "secrets_error"):

@@ -27,8 +27,7 @@ def _encoding(name: str) -> Any:
     if enc is not None:
         return enc
     if name not in SUPPORTED_ENCODINGS:
-        raise ZocratesError(f"Unknown token encoding {name!r}.",
-                            hint=f"Use one of: {', '.join(SUPPORTED_ENCODINGS)}.")
+        raise ZocratesError(f"Unknown token encoding {name!r}.", hint=f"Use one of: {', '.join(SUPPORTED_ENCODINGS)}.")
     with _lock:
         if name not in _encodings:
             import quicktok

@@ -20,33 +20,42 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from zocrates_nb.errors import QueryError, ZocratesError
 from zocrates_nb.index.ranking import SearchHit, prepare_query
 from zocrates_nb.protocols import EventSink, NullEventSink, SearchIndex
 from zocrates_nb.records import INLINE_WORDS
 
-__all__ = ["LibraryTools", "SearchResults", "TOOL_SPECS", "INLINE_WORDS", "format_hit", "format_evidence",
-           "markdown_to_plain"]
+__all__ = [
+    "LibraryTools",
+    "SearchResults",
+    "TOOL_SPECS",
+    "INLINE_WORDS",
+    "format_hit",
+    "format_evidence",
+    "markdown_to_plain",
+]
 
 _EXCERPT_WORDS = 80
-_MAX_K = 50            # the agents' tool: more evidence than this only dilutes a model's context
-MAX_PUBLIC_K = 1000    # wb.search / `zocrates-nb search`: people page through long result lists
+_MAX_K = 50  # the agents' tool: more evidence than this only dilutes a model's context
+MAX_PUBLIC_K = 1000  # wb.search / `zocrates-nb search`: people page through long result lists
 
 
 # ---------------------------------------------------------------------------- evidence text (pure)
+
 
 def markdown_to_plain(markdown: str) -> str:
     """Strip Markdown syntax so an inlined note reads as plain text (line breaks kept)."""
     lines = []
     for line in (markdown or "").splitlines():
-        line = re.sub(r"^\s{0,3}#{1,6}\s+", "", line)          # headings
-        line = re.sub(r"^\s*>\s?", "", line)                   # the note's own quotes
+        line = re.sub(r"^\s{0,3}#{1,6}\s+", "", line)  # headings
+        line = re.sub(r"^\s*>\s?", "", line)  # the note's own quotes
         line = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", line)  # images → alt text
-        line = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", line)   # links → link text
-        line = re.sub(r"(\*\*|__|`)", "", line)                # bold, code ticks
+        line = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", line)  # links → link text
+        line = re.sub(r"(\*\*|__|`)", "", line)  # bold, code ticks
         line = line.rstrip()
         if line.strip():
             lines.append(line)
@@ -93,14 +102,17 @@ def format_hit(hit: SearchHit) -> str:
         lines.append(f"Title: {_one_line(hit.title) or '(untitled)'}")
         abstract = hit.abstract or _without_title(hit.text, hit.title)
         lines.append(f"Abstract: {_one_line(abstract, _EXCERPT_WORDS)}")
-        if not hit.chunk_id.endswith(":0"):       # the first passage is what the abstract summarises
+        if not hit.chunk_id.endswith(":0"):  # the first passage is what the abstract summarises
             show_section = hit.section and hit.section.strip() != hit.title.strip()
             where = f' (section "{_one_line(hit.section)}")' if show_section else ""
             lines.append(f"Matching passage{where}: {_one_line(hit.text, _EXCERPT_WORDS)}")
         lines.append(f'Full note ({_word_count(hit)} words): call read_document("{hit.key}")')
         return "\n".join(lines)
-    lines = [f"[Paper Key: {hit.key}]", f"Title: {_one_line(hit.title) or '(untitled)'}",
-             f"First author: {hit.first_author or 'unknown'}; Year: {hit.year or 'n.d.'}"]
+    lines = [
+        f"[Paper Key: {hit.key}]",
+        f"Title: {_one_line(hit.title) or '(untitled)'}",
+        f"First author: {hit.first_author or 'unknown'}; Year: {hit.year or 'n.d.'}",
+    ]
     if hit.section:
         lines.append(f"Section: {_one_line(hit.section)}")
     lines.append(f"Text: {_one_line(hit.text)}")
@@ -118,6 +130,7 @@ def format_evidence(query: str, hits: list[SearchHit], notices: list[str] = ()) 
 
 
 # ---------------------------------------------------------------------------- results object
+
 
 @dataclass
 class SearchResults:
@@ -145,11 +158,28 @@ class SearchResults:
 
     def to_dict(self) -> dict:
         """JSON-ready (the CLI's ``search --json``): keys, kind, ranks, evidence text."""
-        return {"query": self.query, "mode": self.mode, "filters": self.filters, "notice": self.notice,
-                "latency_ms": self.latency_ms, "evidence_text": self.evidence_text,
-                "hits": [{"key": h.key, "kind": h.kind, "parent_key": h.parent_key, "title": h.title,
-                          "chunk_id": h.chunk_id, "score": h.score, "ranks": dict(h.ranks),
-                          "inlined": is_inlined(h), "citation": h.citation} for h in self.hits]}
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "filters": self.filters,
+            "notice": self.notice,
+            "latency_ms": self.latency_ms,
+            "evidence_text": self.evidence_text,
+            "hits": [
+                {
+                    "key": h.key,
+                    "kind": h.kind,
+                    "parent_key": h.parent_key,
+                    "title": h.title,
+                    "chunk_id": h.chunk_id,
+                    "score": h.score,
+                    "ranks": dict(h.ranks),
+                    "inlined": is_inlined(h),
+                    "citation": h.citation,
+                }
+                for h in self.hits
+            ],
+        }
 
     def __repr__(self) -> str:
         return f"<SearchResults {self.query!r}: {len(self.hits)} hits, {self.mode}>"
@@ -160,31 +190,41 @@ class SearchResults:
     def _repr_html_(self) -> str:
         from zocrates_nb.render import render_search_results  # the one renderer (sanitized, escaped)
 
-        return render_search_results(self.hits, query=self.query, mode=self.mode, latency_ms=self.latency_ms,
-                                     notice=self.notice)
+        return render_search_results(
+            self.hits, query=self.query, mode=self.mode, latency_ms=self.latency_ms, notice=self.notice
+        )
 
 
 # ---------------------------------------------------------------------------- the tools
 
+
 class LibraryTools:
     """The agent-facing tools over one corpus and index; every search emits a ``search`` event."""
 
-    def __init__(self, corpus: Any, index: SearchIndex, events: EventSink | None = None, *,
-                 mode: str = "hybrid") -> None:
+    def __init__(
+        self, corpus: Any, index: SearchIndex, events: EventSink | None = None, *, mode: str = "hybrid"
+    ) -> None:
         self.corpus = corpus
         self.index = index
         self.events: EventSink = events if events is not None else NullEventSink()
         self.mode = mode
 
-    def search_corpus(self, query: str, k: int = 10, filters: Mapping[str, Any] | None = None,
-                      mode: str | None = None, *, max_k: int = _MAX_K) -> SearchResults:
+    def search_corpus(
+        self,
+        query: str,
+        k: int = 10,
+        filters: Mapping[str, Any] | None = None,
+        mode: str | None = None,
+        *,
+        max_k: int = _MAX_K,
+    ) -> SearchResults:
         """Hybrid search over notes and papers; one result per document, best passage first.
 
         ``k`` is capped at ``max_k`` (50 for the agents; the workbench and CLI pass MAX_PUBLIC_K).
         """
         started = time.perf_counter()
         mode = mode or self.mode
-        text, _ = prepare_query(query)           # raises QueryError on empty input
+        text, _ = prepare_query(query)  # raises QueryError on empty input
         try:
             asked = int(k)
         except (TypeError, ValueError):
@@ -194,13 +234,33 @@ class LibraryTools:
         if asked > max_k:
             notices.append(f"k={asked} was capped at {max_k} results.")
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
-        results = SearchResults(query=text, hits=hits, evidence_text=format_evidence(text, hits, notices),
-                                notice=" ".join(notices) or None, mode=mode, filters=dict(filters or {}),
-                                latency_ms=latency_ms)
-        self.events.emit("search", query=text, k=k, mode=mode, filters=dict(filters or {}),
-                         latency_ms=latency_ms,
-                         results=[{"key": h.key, "kind": h.kind, "lexical_rank": h.ranks.get("lexical"),
-                                   "dense_rank": h.ranks.get("dense"), "score": h.score} for h in hits])
+        results = SearchResults(
+            query=text,
+            hits=hits,
+            evidence_text=format_evidence(text, hits, notices),
+            notice=" ".join(notices) or None,
+            mode=mode,
+            filters=dict(filters or {}),
+            latency_ms=latency_ms,
+        )
+        self.events.emit(
+            "search",
+            query=text,
+            k=k,
+            mode=mode,
+            filters=dict(filters or {}),
+            latency_ms=latency_ms,
+            results=[
+                {
+                    "key": h.key,
+                    "kind": h.kind,
+                    "lexical_rank": h.ranks.get("lexical"),
+                    "dense_rank": h.ranks.get("dense"),
+                    "score": h.score,
+                }
+                for h in hits
+            ],
+        )
         return results
 
     def read_document(self, key: str, section: str | None = None) -> str:
@@ -222,8 +282,9 @@ class LibraryTools:
             return f"Error: the arguments were not valid JSON ({exc.msg})."
         try:
             if name == "search_corpus":
-                return self.search_corpus(args.get("query", ""), k=args.get("k", 10),
-                                          filters=args.get("filters")).evidence_text
+                return self.search_corpus(
+                    args.get("query", ""), k=args.get("k", 10), filters=args.get("filters")
+                ).evidence_text
             if name == "read_document":
                 return self.read_document(str(args.get("key", "")), section=args.get("section"))
             if name == "get_document_toc":
@@ -234,40 +295,81 @@ class LibraryTools:
 
 
 TOOL_SPECS: list[dict] = [
-    {"type": "function", "function": {
-        "name": "search_corpus",
-        "description": (
-            "Search the user's library: their own notes and their papers. Returns up to k results, one per "
-            f"document. Short notes (under {INLINE_WORDS} words) are quoted in full as '> ' lines. Longer notes show a "
-            "title and abstract; call read_document with their key for the full text. Paper results show "
-            "title, first author, year and the matching passage. Headers give the keys to cite: "
-            "[Note Key: K], [Note Key: K, Parent Paper Key: P] or [Paper Key: P]. Search several times "
-            "with different wording if the first results miss."),
-        "parameters": {"type": "object", "properties": {
-            "query": {"type": "string", "description": "Natural-language description of what to find."},
-            "k": {"type": "integer", "minimum": 1, "maximum": _MAX_K, "default": 10,
-                  "description": "How many documents to return."},
-            "filters": {"type": "object", "additionalProperties": False, "description": "Optional filters.",
+    {
+        "type": "function",
+        "function": {
+            "name": "search_corpus",
+            "description": (
+                "Search the user's library: their own notes and their papers. Returns up to k results, one per "
+                f"document. Short notes (under {INLINE_WORDS} words) are quoted in full as '> ' lines. "
+                "Longer notes show a title and abstract; call read_document with their key for the full text. "
+                "Paper results show title, first author, year and the matching passage. Headers give the keys to cite: "
+                "[Note Key: K], [Note Key: K, Parent Paper Key: P] or [Paper Key: P]. Search several times "
+                "with different wording if the first results miss."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Natural-language description of what to find."},
+                    "k": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": _MAX_K,
+                        "default": 10,
+                        "description": "How many documents to return.",
+                    },
+                    "filters": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "description": "Optional filters.",
                         "properties": {
-                            "item_type": {"type": "string", "description": "'note', 'paper', or a Zotero item "
-                                                                           "type such as 'journalArticle'."},
+                            "item_type": {
+                                "type": "string",
+                                "description": "'note', 'paper', or a Zotero item type such as 'journalArticle'.",
+                            },
                             "collection": {"type": "string", "description": "Collection key or name."},
-                            "parent_key": {"type": "string",
-                                           "description": "Only notes attached to this paper key."}}}},
-            "required": ["query"], "additionalProperties": False}}},
-    {"type": "function", "function": {
-        "name": "read_document",
-        "description": ("Read a note or paper in full as Markdown, by the key shown in search results. "
-                        "Pass a section id from get_document_toc to read one section of a long document."),
-        "parameters": {"type": "object", "properties": {
-            "key": {"type": "string", "description": "The 8-character document key, e.g. 'ABCD2345'."},
-            "section": {"type": "string", "description": "Optional section id from get_document_toc."}},
-            "required": ["key"], "additionalProperties": False}}},
-    {"type": "function", "function": {
-        "name": "get_document_toc",
-        "description": ("List the headings of a long note or paper (id, level, title, line range) so you "
-                        "can read only the section you need with read_document."),
-        "parameters": {"type": "object", "properties": {
-            "key": {"type": "string", "description": "The 8-character document key."}},
-            "required": ["key"], "additionalProperties": False}}},
+                            "parent_key": {"type": "string", "description": "Only notes attached to this paper key."},
+                        },
+                    },
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "read_document",
+            "description": (
+                "Read a note or paper in full as Markdown, by the key shown in search results. "
+                "Pass a section id from get_document_toc to read one section of a long document."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string", "description": "The 8-character document key, e.g. 'ABCD2345'."},
+                    "section": {"type": "string", "description": "Optional section id from get_document_toc."},
+                },
+                "required": ["key"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_document_toc",
+            "description": (
+                "List the headings of a long note or paper (id, level, title, line range) so you "
+                "can read only the section you need with read_document."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {"key": {"type": "string", "description": "The 8-character document key."}},
+                "required": ["key"],
+                "additionalProperties": False,
+            },
+        },
+    },
 ]

@@ -52,13 +52,17 @@ class Workbench:
     (``DataPaths``), ``config`` (``ConfigStore``), ``source`` (``LibrarySource``), ``events`` (``EventLog``).
     """
 
-    def __init__(self, data_dir: str | Path | None = None, *,
-                 zotero_sqlite: str | Path | None = None,
-                 zotero_dir: str | Path | None = None,
-                 source: LibrarySource | None = None,
-                 auto_sync: bool = True,
-                 progress: bool | None = None,
-                 dense_in_background: bool = False) -> None:
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        zotero_sqlite: str | Path | None = None,
+        zotero_dir: str | Path | None = None,
+        source: LibrarySource | None = None,
+        auto_sync: bool = True,
+        progress: bool | None = None,
+        dense_in_background: bool = False,
+    ) -> None:
         self.paths = DataPaths.resolve(data_dir, zotero_data_dir=zotero_dir).ensure()
         self.config = ConfigStore.for_paths(self.paths)
         self.events = EventLog(self.paths.diagnostics)
@@ -77,8 +81,10 @@ class Workbench:
         if zotero_sqlite or zotero_dir:
             from .library.zotero_desktop import ZoteroDesktopLibrary
 
-            return ZoteroDesktopLibrary(sqlite_path=Path(zotero_sqlite) if zotero_sqlite else None,
-                                        zotero_dir=Path(zotero_dir) if zotero_dir else None)
+            return ZoteroDesktopLibrary(
+                sqlite_path=Path(zotero_sqlite) if zotero_sqlite else None,
+                zotero_dir=Path(zotero_dir) if zotero_dir else None,
+            )
         from .library import open_source
 
         return open_source(self.paths, self.config.read())
@@ -194,8 +200,9 @@ class Workbench:
             except ZocratesError as exc:
                 self.events.emit("outbox_push", error=exc.message)
 
-    def search(self, query: str, k: int = 10, filters: dict[str, Any] | None = None,
-               mode: str | None = None) -> SearchResults:
+    def search(
+        self, query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str | None = None
+    ) -> SearchResults:
         """Notes and papers ranked for ``query``, one result per document, with provenance (``SearchResults``).
 
         ``filters``: ``item_type``, ``collection``, ``parent_key``; ``mode``: hybrid (default),
@@ -235,8 +242,9 @@ class Workbench:
         """A fresh chat session: ``ask(..., session=s)`` keeps the conversation's history in ``s``."""
         return self.coordinator.new_session()
 
-    def ask(self, question: str, session: ChatSession | None = None,
-            on_token: Callable[[str], None] | None = None) -> Answer:
+    def ask(
+        self, question: str, session: ChatSession | None = None, on_token: Callable[[str], None] | None = None
+    ) -> Answer:
         """Answer a question from the library (and online sources when asked for); returns an ``Answer``.
 
         ``on_token`` receives the answer as it streams; without a language model the answer is the
@@ -244,23 +252,49 @@ class Workbench:
         return self.coordinator.ask(question, session=session, on_token=on_token)
 
     # -- Save as Note ----------------------------------------------------
-    def save_note(self, title: str, markdown: str, *, sources: Sequence[str] = (),
-                  collection_key: str | None = None, parent_key: str | None = None) -> SavedNote:
+    def save_note(
+        self,
+        title: str,
+        markdown: str,
+        *,
+        sources: Sequence[str] = (),
+        collection_key: str | None = None,
+        parent_key: str | None = None,
+    ) -> SavedNote:
         """Write a Zotero note (HTML) and make it searchable at once; returns where it went (``SavedNote``).
 
         A note is a child of a paper (``parent_key``) or standalone, optionally in a collection. The demo
         library writes at once; a Zotero library goes through the outbox first (see ``saving.py``)."""
-        return save_note(self, title, markdown, sources=sources, collection_key=collection_key,
-                         parent_key=parent_key, lock=self._lock)
+        return save_note(
+            self,
+            title,
+            markdown,
+            sources=sources,
+            collection_key=collection_key,
+            parent_key=parent_key,
+            lock=self._lock,
+        )
 
-    def save_answer(self, answer: Answer, *, collection_key: str | None = None,
-                    parent_key: str | None = None, title: str | None = None) -> SavedNote:
+    def save_answer(
+        self,
+        answer: Answer,
+        *,
+        collection_key: str | None = None,
+        parent_key: str | None = None,
+        title: str | None = None,
+    ) -> SavedNote:
         """Save one answer as a note (title: the question, unless given; sources: its citations)."""
         title, markdown, sources = answer_note(answer, title)
         return self.save_note(title, markdown, sources=sources, collection_key=collection_key, parent_key=parent_key)
 
-    def save_session(self, session: ChatSession, *, collection_key: str | None = None,
-                     parent_key: str | None = None, title: str | None = None) -> SavedNote:
+    def save_session(
+        self,
+        session: ChatSession,
+        *,
+        collection_key: str | None = None,
+        parent_key: str | None = None,
+        title: str | None = None,
+    ) -> SavedNote:
         """Save a whole chat session as one note, a section per question (refused while it has no answer)."""
         title, markdown, sources = session_note(session, title)
         return self.save_note(title, markdown, sources=sources, collection_key=collection_key, parent_key=parent_key)
@@ -282,14 +316,20 @@ class Workbench:
         if path is None:
             offer = self.zotero_offer()
             if offer is None:
-                raise NotFoundError("No Zotero data directory was found.",
-                                    "Pass its folder: wb.use_zotero('~/Zotero'), or run `zocrates-nb library detect`.")
+                raise NotFoundError(
+                    "No Zotero data directory was found.",
+                    "Pass its folder: wb.use_zotero('~/Zotero'), or run `zocrates-nb library detect`.",
+                )
             path = offer.path
         folder = Path(path).expanduser().resolve()
         if not (folder / "zotero.sqlite").is_file():
             raise NotFoundError(f"No zotero.sqlite inside {folder}.", "Give Zotero's data directory.")
-        self.config.update(lambda cfg: {**cfg, "library": {**cfg.get("library", {}), "source": "zotero-dir",
-                                                           "zotero_dir": str(folder)}})
+        self.config.update(
+            lambda cfg: {
+                **cfg,
+                "library": {**cfg.get("library", {}), "source": "zotero-dir", "zotero_dir": str(folder)},
+            }
+        )
         with self._lock:
             self._close_opened(("corpus",))
             for name in ("tools", "coordinator"):

@@ -15,18 +15,20 @@ system prompts and messages the product sent.
 
 from __future__ import annotations
 
-from tests.fakes.loopback import LoopbackServer
-
 import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Callable
+from typing import Any
+
+from tests.fakes.loopback import LoopbackServer
 
 
-def reply(content: str = "", tool_calls: list[dict] | None = None, *, usage: bool | dict = True,
-          pieces: int = 4) -> dict:
+def reply(
+    content: str = "", tool_calls: list[dict] | None = None, *, usage: bool | dict = True, pieces: int = 4
+) -> dict:
     """A successful completion. ``tool_calls``: ``[{"name", "arguments": dict | str}]``."""
     return {"content": content, "tool_calls": tool_calls or [], "usage": usage, "pieces": pieces}
 
@@ -35,15 +37,29 @@ def call(name: str, **arguments: Any) -> dict:
     return {"name": name, "arguments": arguments}
 
 
-def error(status: int, message: str, *, code: str | None = None, type_: str = "invalid_request_error",
-          headers: dict | None = None) -> dict:
-    return {"status": status, "error": {"message": message, "type": type_, "param": None, "code": code},
-            "headers": headers or {}}
+def error(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    type_: str = "invalid_request_error",
+    headers: dict | None = None,
+) -> dict:
+    return {
+        "status": status,
+        "error": {"message": message, "type": type_, "param": None, "code": code},
+        "headers": headers or {},
+    }
 
 
 def rate_limited(retry_after: str = "0") -> dict:
-    return error(429, "Rate limit reached for requests. Please try again shortly.",
-                 code="rate_limit_exceeded", type_="requests", headers={"Retry-After": retry_after})
+    return error(
+        429,
+        "Rate limit reached for requests. Please try again shortly.",
+        code="rate_limit_exceeded",
+        type_="requests",
+        headers={"Retry-After": retry_after},
+    )
 
 
 def server_error() -> dict:
@@ -62,11 +78,16 @@ def stall(seconds: float, then: dict | None = None) -> dict:
 class FakeOpenAI(LoopbackServer):
     """Start with ``with FakeOpenAI() as server:``; point the client at ``server.base_url``."""
 
-    def __init__(self, responder: Callable[[dict], dict] | None = None, *,
-                 api_key: str | None = None, models: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        responder: Callable[[dict], dict] | None = None,
+        *,
+        api_key: str | None = None,
+        models: set[str] | None = None,
+    ) -> None:
         self.responder = responder
-        self.api_key = api_key          # when set, other keys get OpenAI's 401 (echoing the key)
-        self.models = models            # when set, other models get OpenAI's 404 model_not_found
+        self.api_key = api_key  # when set, other keys get OpenAI's 401 (echoing the key)
+        self.models = models  # when set, other models get OpenAI's 404 model_not_found
         self.script: deque[dict] = deque()
         self.requests: list[dict] = []
         self._lock = threading.Lock()
@@ -92,11 +113,18 @@ class FakeOpenAI(LoopbackServer):
             self.requests.append({"path": "/v1/chat/completions", "headers": headers, "body": body})
             if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
                 sent = headers.get("authorization", "").removeprefix("Bearer ")
-                return error(401, f"Incorrect API key provided: {sent}. You can find your API key at "
-                                  "https://platform.openai.com/account/api-keys.", code="invalid_api_key")
+                return error(
+                    401,
+                    f"Incorrect API key provided: {sent}. You can find your API key at "
+                    "https://platform.openai.com/account/api-keys.",
+                    code="invalid_api_key",
+                )
             if self.models is not None and body.get("model") not in self.models:
-                return error(404, f"The model `{body.get('model')}` does not exist or you do not have "
-                                  "access to it.", code="model_not_found")
+                return error(
+                    404,
+                    f"The model `{body.get('model')}` does not exist or you do not have access to it.",
+                    code="model_not_found",
+                )
             if self.script:
                 return self.script.popleft()
         if self.responder is None:
@@ -115,8 +143,17 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         if not self.path.rstrip("/").endswith("/chat/completions"):
-            return self._json(404, {"error": {"message": f"Unknown path {self.path}", "type": "invalid_request_error",
-                                              "param": None, "code": None}})
+            return self._json(
+                404,
+                {
+                    "error": {
+                        "message": f"Unknown path {self.path}",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            )
         headers = {k.lower(): v for k, v in self.headers.items()}
         spec = self.fake.next_spec(body, headers)
         if "stall_s" in spec:
@@ -174,8 +211,13 @@ def _tool_calls(spec: dict) -> list[dict]:
     out = []
     for i, c in enumerate(spec.get("tool_calls", [])):
         args = c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])
-        out.append({"id": c.get("id", f"call_{i}_{int(time.time() * 1e6) % 10**8}"), "type": "function",
-                    "function": {"name": c["name"], "arguments": args}})
+        out.append(
+            {
+                "id": c.get("id", f"call_{i}_{int(time.time() * 1e6) % 10**8}"),
+                "type": "function",
+                "function": {"name": c["name"], "arguments": args},
+            }
+        )
     return out
 
 
@@ -184,10 +226,15 @@ def _completion(body: dict, spec: dict) -> dict:
     message: dict[str, Any] = {"role": "assistant", "content": spec.get("content") or None}
     if calls:
         message["tool_calls"] = calls
-    payload = {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-               "model": body.get("model"),
-               "choices": [{"index": 0, "message": message, "logprobs": None,
-                            "finish_reason": "tool_calls" if calls else "stop"}]}
+    payload = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model"),
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if calls else "stop"}
+        ],
+    }
     usage = _usage(body, spec)
     if usage is not None:
         payload["usage"] = usage
@@ -195,8 +242,12 @@ def _completion(body: dict, spec: dict) -> dict:
 
 
 def _chunks(body: dict, spec: dict):
-    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": body.get("model")}
+    base = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model"),
+    }
 
     def chunk(delta: dict, finish: str | None = None) -> dict:
         return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
@@ -207,13 +258,23 @@ def _chunks(body: dict, spec: dict):
         pieces = max(1, int(spec.get("pieces", 4)))
         step = max(1, -(-len(content) // pieces))
         for start in range(0, len(content), step):
-            yield chunk({"content": content[start:start + step]})
+            yield chunk({"content": content[start : start + step]})
     calls = _tool_calls(spec)
     for index, tc in enumerate(calls):
         args = tc["function"]["arguments"]
         half = len(args) // 2
-        yield chunk({"tool_calls": [{"index": index, "id": tc["id"], "type": "function",
-                                     "function": {"name": tc["function"]["name"], "arguments": args[:half]}}]})
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": tc["id"],
+                        "type": "function",
+                        "function": {"name": tc["function"]["name"], "arguments": args[:half]},
+                    }
+                ]
+            }
+        )
         yield chunk({"tool_calls": [{"index": index, "function": {"arguments": args[half:]}}]})
     yield chunk({}, "tool_calls" if calls else "stop")
     usage = _usage(body, spec)

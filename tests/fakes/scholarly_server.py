@@ -8,12 +8,12 @@ OpenAlex: ``{"meta": {...}, "results": [work]}`` with ``doi`` as a https://doi.o
 
 from __future__ import annotations
 
-from tests.fakes.loopback import LoopbackServer
-
 import json
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlparse
 from xml.sax.saxutils import escape
+
+from tests.fakes.loopback import LoopbackServer
 
 
 def inverted_index(text: str) -> dict[str, list[int]]:
@@ -27,13 +27,25 @@ def openalex_work(n: int, title: str, authors: list[str], year: int, doi: str | 
     return {
         "id": f"https://openalex.org/W{4000000000 + n}",
         "doi": f"https://doi.org/{doi}" if doi else None,
-        "title": title, "display_name": title, "publication_year": year,
-        "publication_date": f"{year}-03-01", "type": "article", "cited_by_count": 10 * n,
-        "authorships": [{"author_position": "first" if i == 0 else "middle",
-                         "author": {"id": f"https://openalex.org/A{n}{i}", "display_name": name},
-                         "institutions": []} for i, name in enumerate(authors)],
-        "primary_location": {"is_oa": True, "landing_page_url": f"https://doi.org/{doi}" if doi else None,
-                             "source": {"display_name": "Journal of Tests"}},
+        "title": title,
+        "display_name": title,
+        "publication_year": year,
+        "publication_date": f"{year}-03-01",
+        "type": "article",
+        "cited_by_count": 10 * n,
+        "authorships": [
+            {
+                "author_position": "first" if i == 0 else "middle",
+                "author": {"id": f"https://openalex.org/A{n}{i}", "display_name": name},
+                "institutions": [],
+            }
+            for i, name in enumerate(authors)
+        ],
+        "primary_location": {
+            "is_oa": True,
+            "landing_page_url": f"https://doi.org/{doi}" if doi else None,
+            "source": {"display_name": "Journal of Tests"},
+        },
         "abstract_inverted_index": inverted_index(abstract),
     }
 
@@ -41,31 +53,36 @@ def openalex_work(n: int, title: str, authors: list[str], year: int, doi: str | 
 def arxiv_entry(arxiv_id: str, title: str, authors: list[str], year: int, abstract: str, doi: str | None = None) -> str:
     doi_xml = f"<arxiv:doi>{escape(doi)}</arxiv:doi>" if doi else ""
     names = "".join(f"<author><name>{escape(a)}</name></author>" for a in authors)
-    return (f"<entry><id>http://arxiv.org/abs/{arxiv_id}</id><updated>{year}-01-02T00:00:00Z</updated>"
-            f"<published>{year}-01-01T00:00:00Z</published><title>{escape(title)}</title>"
-            f"<summary>  {escape(abstract)}\n</summary>{names}{doi_xml}"
-            f'<link href="http://arxiv.org/abs/{arxiv_id}" rel="alternate" type="text/html"/>'
-            f'<arxiv:primary_category term="q-bio.GN" scheme="http://arxiv.org/schemas/atom"/></entry>')
+    return (
+        f"<entry><id>http://arxiv.org/abs/{arxiv_id}</id><updated>{year}-01-02T00:00:00Z</updated>"
+        f"<published>{year}-01-01T00:00:00Z</published><title>{escape(title)}</title>"
+        f"<summary>  {escape(abstract)}\n</summary>{names}{doi_xml}"
+        f'<link href="http://arxiv.org/abs/{arxiv_id}" rel="alternate" type="text/html"/>'
+        f'<arxiv:primary_category term="q-bio.GN" scheme="http://arxiv.org/schemas/atom"/></entry>'
+    )
 
 
 def arxiv_feed(entries: list[str]) -> str:
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-            '<feed xmlns="http://www.w3.org/2005/Atom" xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/" '
-            'xmlns:arxiv="http://arxiv.org/schemas/atom">'
-            '<title type="html">ArXiv Query</title><id>http://arxiv.org/api/x</id>'
-            f"<opensearch:totalResults>{len(entries)}</opensearch:totalResults>"
-            "<opensearch:startIndex>0</opensearch:startIndex>"
-            f"<opensearch:itemsPerPage>{len(entries)}</opensearch:itemsPerPage>{''.join(entries)}</feed>")
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<feed xmlns="http://www.w3.org/2005/Atom" xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/" '
+        'xmlns:arxiv="http://arxiv.org/schemas/atom">'
+        '<title type="html">ArXiv Query</title><id>http://arxiv.org/api/x</id>'
+        f"<opensearch:totalResults>{len(entries)}</opensearch:totalResults>"
+        "<opensearch:startIndex>0</opensearch:startIndex>"
+        f"<opensearch:itemsPerPage>{len(entries)}</opensearch:itemsPerPage>{''.join(entries)}</feed>"
+    )
 
 
 class FakeScholarly(LoopbackServer):
     """``with FakeScholarly(works=[...], arxiv=[...]) as s:`` then use ``s.openalex_url`` / ``s.arxiv_url``."""
 
-    def __init__(self, works: list[dict] | None = None, arxiv: list[str] | None = None,
-                 fail: set[str] | None = None) -> None:
+    def __init__(
+        self, works: list[dict] | None = None, arxiv: list[str] | None = None, fail: set[str] | None = None
+    ) -> None:
         self.works = works or []
         self.arxiv = arxiv or []
-        self.fail = fail or set()     # {"openalex", "arxiv"} → answer 503
+        self.fail = fail or set()  # {"openalex", "arxiv"} → answer 503
         self.requests: list[tuple[str, dict]] = []
 
     @property
@@ -90,8 +107,11 @@ class _Handler(BaseHTTPRequestHandler):
             if "openalex" in self.fake.fail:
                 return self._send(503, "application/json", b'{"error": "unavailable"}')
             limit = int(params.get("per-page", 25))
-            body = {"meta": {"count": len(self.fake.works), "db_response_time_ms": 12, "page": 1,
-                             "per_page": limit}, "results": self.fake.works[:limit], "group_by": []}
+            body = {
+                "meta": {"count": len(self.fake.works), "db_response_time_ms": 12, "page": 1, "per_page": limit},
+                "results": self.fake.works[:limit],
+                "group_by": [],
+            }
             return self._send(200, "application/json", json.dumps(body).encode())
         if url.path == "/arxiv/api/query":
             if "arxiv" in self.fake.fail:

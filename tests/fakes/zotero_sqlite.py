@@ -16,10 +16,18 @@ from pathlib import Path
 
 USERDATA_VERSION = {"5": 102, "7": 123, "9": 125, "10": 129}
 
-_TYPES = ["note", "attachment", "annotation", "journalArticle", "book", "bookSection",
-          "conferencePaper", "preprint", "case"]
-_FIELDS = ["title", "date", "DOI", "abstractNote", "publicationTitle", "bookTitle", "extra",
-           "caseName", "url"]
+_TYPES = [
+    "note",
+    "attachment",
+    "annotation",
+    "journalArticle",
+    "book",
+    "bookSection",
+    "conferencePaper",
+    "preprint",
+    "case",
+]
+_FIELDS = ["title", "date", "DOI", "abstractNote", "publicationTitle", "bookTitle", "extra", "caseName", "url"]
 _CREATOR_TYPES = ["author", "editor", "contributor"]
 
 
@@ -27,9 +35,12 @@ def _ddl(variant: str) -> str:
     v10 = variant == "10"
     client = ", clientVersion INT NOT NULL DEFAULT 0" if v10 else ""
     norm = lambda col: f", {col}Normalized TEXT" if v10 else ""  # noqa: E731
-    lib_extra = {"5": "", "7": ", archived INT NOT NULL DEFAULT 0",
-                 "9": ", archived INT NOT NULL DEFAULT 0, isAdmin INT NOT NULL DEFAULT 0",
-                 "10": ", archived INT NOT NULL DEFAULT 0, isAdmin INT NOT NULL DEFAULT 0"}[variant]
+    lib_extra = {
+        "5": "",
+        "7": ", archived INT NOT NULL DEFAULT 0",
+        "9": ", archived INT NOT NULL DEFAULT 0, isAdmin INT NOT NULL DEFAULT 0",
+        "10": ", archived INT NOT NULL DEFAULT 0, isAdmin INT NOT NULL DEFAULT 0",
+    }[variant]
     att_extra = ", lastProcessedModificationTime INT, lastRead INT" if variant in ("9", "10") else ""
     ddl = f"""
     CREATE TABLE version (schema TEXT PRIMARY KEY, version INT NOT NULL);
@@ -48,14 +59,14 @@ def _ddl(variant: str) -> str:
         clientDateModified TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, libraryID INT NOT NULL,
         key TEXT NOT NULL, version INT NOT NULL DEFAULT 0, synced INT NOT NULL DEFAULT 0{client},
         UNIQUE (libraryID, key));
-    CREATE TABLE itemDataValues (valueID INTEGER PRIMARY KEY, value UNIQUE{norm('value')});
+    CREATE TABLE itemDataValues (valueID INTEGER PRIMARY KEY, value UNIQUE{norm("value")});
     CREATE TABLE itemData (itemID INT, fieldID INT, valueID, PRIMARY KEY (itemID, fieldID));
     CREATE TABLE itemNotes (itemID INTEGER PRIMARY KEY, parentItemID INT, note TEXT, title TEXT);
     CREATE TABLE itemAttachments (itemID INTEGER PRIMARY KEY, parentItemID INT, linkMode INT,
         contentType TEXT, charsetID INT, path TEXT, syncState INT DEFAULT 0, storageModTime INT,
         storageHash TEXT{att_extra});
     CREATE TABLE creators (creatorID INTEGER PRIMARY KEY, firstName TEXT, lastName TEXT, fieldMode INT
-        {norm('firstName')}{norm('lastName')}, UNIQUE (lastName, firstName, fieldMode));
+        {norm("firstName")}{norm("lastName")}, UNIQUE (lastName, firstName, fieldMode));
     CREATE TABLE itemCreators (itemID INT NOT NULL, creatorID INT NOT NULL,
         creatorTypeID INT NOT NULL DEFAULT 1, orderIndex INT NOT NULL DEFAULT 0,
         PRIMARY KEY (itemID, creatorID, creatorTypeID, orderIndex), UNIQUE (itemID, orderIndex));
@@ -91,7 +102,7 @@ class ZoteroDB:
             self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.executescript(_ddl(variant))
         self.conn.execute("INSERT INTO version VALUES ('userdata', ?)", (USERDATA_VERSION[variant],))
-        offset = {"5": 1, "7": 3, "9": 7, "10": 11}[variant]     # ids differ between databases
+        offset = {"5": 1, "7": 3, "9": 7, "10": 11}[variant]  # ids differ between databases
         self.type_id = {name: offset + (i * 5) % 37 for i, name in enumerate(_TYPES)}
         self.field_id = {name: offset * 2 + i for i, name in enumerate(_FIELDS)}
         self.ctype_id = {name: i + 1 for i, name in enumerate(_CREATOR_TYPES)}
@@ -114,7 +125,7 @@ class ZoteroDB:
         self.collection_ids: dict[str, int] = {}
 
     @classmethod
-    def reopen(cls, path: Path, variant: str = "7") -> "ZoteroDB":
+    def reopen(cls, path: Path, variant: str = "7") -> ZoteroDB:
         """An existing test database, to change it later ("Zotero synced a note down")."""
         db = cls.__new__(cls)
         db.path, db.variant = Path(path), variant
@@ -131,7 +142,8 @@ class ZoteroDB:
         cur = self.conn.execute(
             "INSERT INTO items(itemTypeID, libraryID, key, version, dateAdded, dateModified) "
             "VALUES (?, ?, ?, ?, '2023-01-17 15:43:51', '2023-01-17 15:44:41')",
-            (self.type_id[type_name], library_id, key, version))
+            (self.type_id[type_name], library_id, key, version),
+        )
         item_id = cur.lastrowid
         if self.variant == "10":
             self.conn.execute("UPDATE items SET clientVersion = ? WHERE itemID = ?", (version + 100, item_id))
@@ -146,54 +158,89 @@ class ZoteroDB:
     def add_collection(self, key: str, name: str, parent: str | None = None, library_id: int = 1) -> None:
         cur = self.conn.execute(
             "INSERT INTO collections(collectionName, parentCollectionID, libraryID, key) VALUES (?, ?, ?, ?)",
-            (name, self.collection_ids.get(parent), library_id, key))
+            (name, self.collection_ids.get(parent), library_id, key),
+        )
         self.collection_ids[key] = cur.lastrowid
 
-    def add_paper(self, key: str, title: str, *, item_type: str = "journalArticle",
-                  creators: list[tuple[str, str, str]] = (), date: str | None = None,
-                  doi: str | None = None, abstract: str | None = None, publication: str | None = None,
-                  extra: str | None = None, collections: list[str] = (), library_id: int = 1) -> int:
+    def add_paper(
+        self,
+        key: str,
+        title: str,
+        *,
+        item_type: str = "journalArticle",
+        creators: list[tuple[str, str, str]] = (),
+        date: str | None = None,
+        doi: str | None = None,
+        abstract: str | None = None,
+        publication: str | None = None,
+        extra: str | None = None,
+        collections: list[str] = (),
+        library_id: int = 1,
+    ) -> int:
         """``creators``: (firstName, lastName, creatorType); firstName "" → single-field name."""
         item_id = self._item(key, item_type, library_id)
         self._field(item_id, "caseName" if item_type == "case" else "title", title)
-        for name, value in (("date", date), ("DOI", doi), ("abstractNote", abstract),
-                            ("publicationTitle", publication), ("extra", extra)):
+        for name, value in (
+            ("date", date),
+            ("DOI", doi),
+            ("abstractNote", abstract),
+            ("publicationTitle", publication),
+            ("extra", extra),
+        ):
             if value is not None:
                 self._field(item_id, name, value)
         # insert in reverse so row order differs from orderIndex (readers must ORDER BY it)
         for order, (first, last, ctype) in reversed(list(enumerate(creators))):
             mode = 1 if not first else 0
-            self.conn.execute("INSERT OR IGNORE INTO creators(firstName, lastName, fieldMode) VALUES (?, ?, ?)",
-                              (first, last, mode))
-            (cid,) = self.conn.execute("SELECT creatorID FROM creators WHERE firstName = ? AND lastName = ? "
-                                       "AND fieldMode = ?", (first, last, mode)).fetchone()
-            self.conn.execute("INSERT INTO itemCreators VALUES (?, ?, ?, ?)",
-                              (item_id, cid, self.ctype_id[ctype], order))
+            self.conn.execute(
+                "INSERT OR IGNORE INTO creators(firstName, lastName, fieldMode) VALUES (?, ?, ?)", (first, last, mode)
+            )
+            (cid,) = self.conn.execute(
+                "SELECT creatorID FROM creators WHERE firstName = ? AND lastName = ? AND fieldMode = ?",
+                (first, last, mode),
+            ).fetchone()
+            self.conn.execute(
+                "INSERT INTO itemCreators VALUES (?, ?, ?, ?)", (item_id, cid, self.ctype_id[ctype], order)
+            )
         for coll in collections:
-            self.conn.execute("INSERT INTO collectionItems(collectionID, itemID) VALUES (?, ?)",
-                              (self.collection_ids[coll], item_id))
+            self.conn.execute(
+                "INSERT INTO collectionItems(collectionID, itemID) VALUES (?, ?)", (self.collection_ids[coll], item_id)
+            )
         return item_id
 
-    def add_note(self, key: str, html: str, *, parent: str | None = None, collections: list[str] = (),
-                 wrap: bool = True, title: str = "", library_id: int = 1) -> int:
+    def add_note(
+        self,
+        key: str,
+        html: str,
+        *,
+        parent: str | None = None,
+        collections: list[str] = (),
+        wrap: bool = True,
+        title: str = "",
+        library_id: int = 1,
+    ) -> int:
         """Stored as Zotero stores it: with the ``zotero-note znv1`` wrapper unless ``wrap=False``."""
         item_id = self._item(key, "note", library_id)
         raw = f'<div class="zotero-note znv1">{html}</div>' if wrap else html
-        self.conn.execute("INSERT INTO itemNotes VALUES (?, ?, ?, ?)",
-                          (item_id, self.item_ids.get(parent), raw, title))
+        self.conn.execute("INSERT INTO itemNotes VALUES (?, ?, ?, ?)", (item_id, self.item_ids.get(parent), raw, title))
         for coll in collections:
-            self.conn.execute("INSERT INTO collectionItems(collectionID, itemID) VALUES (?, ?)",
-                              (self.collection_ids[coll], item_id))
+            self.conn.execute(
+                "INSERT INTO collectionItems(collectionID, itemID) VALUES (?, ?)", (self.collection_ids[coll], item_id)
+            )
         return item_id
 
     def add_attachment(self, key: str, parent: str, *, note: str | None = None) -> int:
         item_id = self._item(key, "attachment")
-        self.conn.execute("INSERT INTO itemAttachments(itemID, parentItemID, linkMode, contentType, path) "
-                          "VALUES (?, ?, 0, 'application/pdf', 'storage:paper.pdf')",
-                          (item_id, self.item_ids[parent]))
-        if note is not None:        # attachment notes live in itemNotes too
-            self.conn.execute("INSERT INTO itemNotes VALUES (?, ?, ?, '')",
-                              (item_id, self.item_ids[parent], f'<div class="zotero-note znv1">{note}</div>'))
+        self.conn.execute(
+            "INSERT INTO itemAttachments(itemID, parentItemID, linkMode, contentType, path) "
+            "VALUES (?, ?, 0, 'application/pdf', 'storage:paper.pdf')",
+            (item_id, self.item_ids[parent]),
+        )
+        if note is not None:  # attachment notes live in itemNotes too
+            self.conn.execute(
+                "INSERT INTO itemNotes VALUES (?, ?, ?, '')",
+                (item_id, self.item_ids[parent], f'<div class="zotero-note znv1">{note}</div>'),
+            )
         return item_id
 
     def trash(self, key: str) -> None:
@@ -204,14 +251,15 @@ class ZoteroDB:
 
     def set_setting(self, setting: str, key: str, value) -> None:
         """Zotero's ``settings`` table: ``account.userID`` (the synced account), ``client.lastVersion``."""
-        self.conn.execute("CREATE TABLE IF NOT EXISTS settings (setting TEXT, key TEXT, value, "
-                          "PRIMARY KEY (setting, key))")
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS settings (setting TEXT, key TEXT, value, PRIMARY KEY (setting, key))"
+        )
         self.conn.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, ?)", (setting, key, value))
 
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "ZoteroDB":
+    def __enter__(self) -> ZoteroDB:
         return self
 
     def __exit__(self, *exc) -> None:

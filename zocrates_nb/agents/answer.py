@@ -30,15 +30,17 @@ def inert_markdown(markdown: str) -> str:
     """
     out, last = [], 0
     for match in _PROTECTED_RE.finditer(markdown):
-        out.append(_TAG_START_RE.sub("&lt;", markdown[last:match.start()]))
+        out.append(_TAG_START_RE.sub("&lt;", markdown[last : match.start()]))
         out.append(match.group(0))
         last = match.end()
     out.append(_TAG_START_RE.sub("&lt;", markdown[last:]))
     return "".join(out)
 
 
-_LINK_RE = re.compile(r"(?<!\\)\[(?P<text>[^\]\n]*)\]\(\s*(?P<url><[^>\n]*>|[^\s)]*(?:\([^\s)]*\)[^\s)]*)*)"
-                      r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*\)")
+_LINK_RE = re.compile(
+    r"(?<!\\)\[(?P<text>[^\]\n]*)\]\(\s*(?P<url><[^>\n]*>|[^\s)]*(?:\([^\s)]*\)[^\s)]*)*)"
+    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*\)"
+)
 _REF_DEF_RE = re.compile(r"^(?P<lead> {0,3}\[[^\]\n]+\]:)[ \t]*(?P<url><[^>\n]*>|\S+).*$", re.MULTILINE)
 _SAFE_SCHEMES = ("http:", "https:", "mailto:")
 
@@ -77,7 +79,7 @@ class Citation:
 
     title: str
     citation: str
-    kind: str                         # "note" | "paper" | "online"
+    kind: str  # "note" | "paper" | "online"
     key: str = field(default="", repr=False)
     parent_title: str | None = None
     url: str | None = None
@@ -133,38 +135,53 @@ class Answer:
     citations: list[Citation]
     evidence: list[dict]
     usage: dict
-    mode: str                          # "llm" | "evidence-only"
+    mode: str  # "llm" | "evidence-only"
     session_id: str
     question: str = ""
-    route: str = "library"            # "library" | "online" | "both"
+    route: str = "library"  # "library" | "online" | "both"
     read_keys: list[str] = field(default_factory=list, repr=False)
     cited_keys: list[str] = field(default_factory=list, repr=False)
     notices: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         """The ``zocrates-nb ask --json`` shape. Evidence keeps its provenance (keys included)."""
-        return {"answer": self.text, "citations": [c.to_json() for c in self.citations],
-                "evidence": self.evidence, "usage": self.usage, "mode": self.mode,
-                "session_id": self.session_id, "route": self.route, "notices": self.notices}
+        return {
+            "answer": self.text,
+            "citations": [c.to_json() for c in self.citations],
+            "evidence": self.evidence,
+            "usage": self.usage,
+            "mode": self.mode,
+            "session_id": self.session_id,
+            "route": self.route,
+            "notices": self.notices,
+        }
 
     def _repr_markdown_(self) -> str:
         lines = [self.text]
         if self.citations:
             lines.append("\n**Sources**\n")
-            lines += [f"- {c.title} ({c.citation})" if c.citation and c.citation != c.title else f"- {c.title}"
-                      for c in self.citations]
+            lines += [
+                f"- {c.title} ({c.citation})" if c.citation and c.citation != c.title else f"- {c.title}"
+                for c in self.citations
+            ]
         return inert_markdown(safe_links(without_remote_images("\n".join(lines))))
 
     def _repr_html_(self) -> str:
         from ..render import render_answer  # sanitizes through zocrates_nb.sanitize
 
-        view = {"text": without_remote_images(self.text), "mode": self.mode,
-                "citations": self.citations, "evidence": self.evidence}
+        view = {
+            "text": without_remote_images(self.text),
+            "mode": self.mode,
+            "citations": self.citations,
+            "evidence": self.evidence,
+        }
         return render_answer(view)
 
     def __repr__(self) -> str:
-        return (f"Answer(mode={self.mode!r}, route={self.route!r}, citations={len(self.citations)}, "
-                f"evidence={len(self.evidence)}, text={self.text[:80]!r}…)")
+        return (
+            f"Answer(mode={self.mode!r}, route={self.route!r}, citations={len(self.citations)}, "
+            f"evidence={len(self.evidence)}, text={self.text[:80]!r}…)"
+        )
 
 
 @dataclass
@@ -182,12 +199,12 @@ class ChatSession:
 
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     turns: list[Turn] = field(default_factory=list)
-    history: list[dict] = field(default_factory=list)   # [{"role": "user"|"assistant", "content": …}]
+    history: list[dict] = field(default_factory=list)  # [{"role": "user"|"assistant", "content": …}]
     state: dict = field(default_factory=dict)
 
     def recent_history(self, max_turns: int = 6) -> list[dict]:
         """The last ``max_turns`` exchanges (user + assistant messages)."""
-        return [dict(m) for m in self.history[-2 * max_turns:]] if max_turns > 0 else []
+        return [dict(m) for m in self.history[-2 * max_turns :]] if max_turns > 0 else []
 
     def transcript_markdown(self) -> str:
         """The conversation as Markdown (for Save session as note)."""

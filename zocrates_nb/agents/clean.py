@@ -14,7 +14,7 @@ the same result as cleaning the whole text.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 _K = r"[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}"
 _NOT_WORD_BEFORE = r"(?<![A-Za-z0-9_])"
@@ -24,12 +24,15 @@ _NONE = r"(?:None|null|none|—|-|n/a)"
 # [Note Key: K, Parent Paper Key: P] / [Note Key: K] / [Paper Key: K] / [Key: K] (optionally **bold**)
 _HEADER_RE = re.compile(
     rf"\[[ \t]*(?:\*\*)?(?:(?:Note|Paper|Item|Document)[ \t]+)?Key[ \t]*:[ \t]*(?P<key>{_K})"
-    rf"(?:[ \t]*[,;][ \t]*(?:Parent[ \t]+)?(?:Paper|Item)[ \t]+Key[ \t]*:[ \t]*(?:(?P<parent>{_K})|{_NONE}))?(?:\*\*)?[ \t]*\]")
+    rf"(?:[ \t]*[,;][ \t]*(?:Parent[ \t]+)?(?:Paper|Item)[ \t]+Key[ \t]*:[ \t]*(?:(?P<parent>{_K})|{_NONE}))?(?:\*\*)?[ \t]*\]"  # noqa: E501
+)
 # [link text](K) and [link text](zotero://select/library/items/K)
-_LINK_RE = re.compile(rf"\[(?P<text>[^\]\n]*)\]\([ \t]*(?:zotero://select/(?:library|groups/\d+)/items/)?"
-                      rf"(?P<key>{_K})[ \t]*\)")
+_LINK_RE = re.compile(
+    rf"\[(?P<text>[^\]\n]*)\]\([ \t]*(?:zotero://select/(?:library|groups/\d+)/items/)?"
+    rf"(?P<key>{_K})[ \t]*\)"
+)
 # `K`, `read_document("K")`, `read_document(key="K", section=…)`, `get_document_toc("K")`
-_CALL = rf"(?:read_document|get_document_toc)\([ \t]*(?:key[ \t]*=[ \t]*)?[\"']?(?P<key>{_K})[\"']?(?:[ \t]*,[^)\n]*)?[ \t]*\)"
+_CALL = rf"(?:read_document|get_document_toc)\([ \t]*(?:key[ \t]*=[ \t]*)?[\"']?(?P<key>{_K})[\"']?(?:[ \t]*,[^)\n]*)?[ \t]*\)"  # noqa: E501
 _CODE_RE = re.compile(rf"`[ \t]*(?:{_CALL}|(?P<bare>{_K}))[ \t]*`")
 _CALL_RE = re.compile(_CALL)
 # "key K", "key: K", "(key=K)"
@@ -135,7 +138,7 @@ def _safe_cut(buffer: str) -> int:
     line = buffer[line_start:]
     for index in range(len(line) - 1, -1, -1):
         if line[index].isspace():
-            prefix = line[:index + 1]
+            prefix = line[: index + 1]
             if _balanced(prefix) and not _TRAILING_KEYWORD_RE.search(prefix.rstrip()):
                 return line_start + index + 1
     return line_start

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import QueryError
 from ..profile import format_user_research_profile_context
 from ..protocols import ChatClient, EventSink, NullEventSink
-from .answer import Answer, ChatSession, Citation, TurnUsage, Turn
+from .answer import Answer, ChatSession, Citation, Turn, TurnUsage
 from .clean import StreamCleaner, clean_user_facing_synthesis
 from .evidence_only import citations_for, evidence_only_answer
 from .keys import DirectoryKeyMap, KeyDirectory, note_citation
@@ -38,15 +39,22 @@ ROUTES = ("library", "online", "both")
 _ONLINE_RE = re.compile(
     r"\b(?:new|newer|recent|latest|more|other|related)\s+(?:papers?|preprints?|articles?|publications?|work)\b"
     r"|\bnot\s+(?:yet\s+)?in\s+my\s+(?:library|zotero|collection)\b|\bmissing\s+from\s+my\s+library\b"
-    r"|\bwhat\s+should\s+I\s+read\s+next\b|\bon\s+(?:openalex|arxiv)\b", re.IGNORECASE)
-_LIBRARY_TOO_RE = re.compile(r"\b(?:my|our)\s+(?:notes?|library|papers)\s+(?:say|says|said|cover)\b"
-                             r"|\band\s+(?:what\s+)?(?:in\s+)?my\s+(?:notes|library)\b", re.IGNORECASE)
-NOTHING_FOUND = ("I found nothing in your library that addresses this question. Try other words, "
-                 "or ask for new papers online (e.g. “find new papers on …”).")
+    r"|\bwhat\s+should\s+I\s+read\s+next\b|\bon\s+(?:openalex|arxiv)\b",
+    re.IGNORECASE,
+)
+_LIBRARY_TOO_RE = re.compile(
+    r"\b(?:my|our)\s+(?:notes?|library|papers)\s+(?:say|says|said|cover)\b"
+    r"|\band\s+(?:what\s+)?(?:in\s+)?my\s+(?:notes|library)\b",
+    re.IGNORECASE,
+)
+NOTHING_FOUND = (
+    "I found nothing in your library that addresses this question. Try other words, "
+    "or ask for new papers online (e.g. “find new papers on …”)."
+)
 
 
 def deterministic_route(question: str) -> str | None:
-    """"online"/"both" when the wording settles it, else None (ask the coordinator model)."""
+    """ "online"/"both" when the wording settles it, else None (ask the coordinator model)."""
     if not _ONLINE_RE.search(question):
         return None
     return "both" if _LIBRARY_TOO_RE.search(question) else "online"
@@ -67,9 +75,17 @@ def parse_route(content: str) -> tuple[str, str]:
 class Coordinator:
     """Answers questions over one library: ``ask(question, session=None, on_token=None) -> Answer``."""
 
-    def __init__(self, tools: Any, config: Any, llm_factory: Callable[[], ChatClient | None] | None,
-                 events: EventSink | None = None, online: Any = None, *, max_search_steps: int = 6,
-                 history_turns: int = 6) -> None:
+    def __init__(
+        self,
+        tools: Any,
+        config: Any,
+        llm_factory: Callable[[], ChatClient | None] | None,
+        events: EventSink | None = None,
+        online: Any = None,
+        *,
+        max_search_steps: int = 6,
+        history_turns: int = 6,
+    ) -> None:
         self.tools = tools
         self.config = config
         self.llm_factory = llm_factory
@@ -82,8 +98,9 @@ class Coordinator:
         return ChatSession()
 
     # -- one turn -----------------------------------------------------------------------
-    def ask(self, question: str, session: ChatSession | None = None,
-            on_token: Callable[[str], None] | None = None) -> Answer:
+    def ask(
+        self, question: str, session: ChatSession | None = None, on_token: Callable[[str], None] | None = None
+    ) -> Answer:
         """Answer ``question`` in ``session`` (a new one when None); stream text to ``on_token``."""
         question, notices = self._check_question(question)
         session = session if session is not None else ChatSession()
@@ -105,19 +122,28 @@ class Coordinator:
         session.history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer.text}]
         # The event log's own session, not the chat's: the diagnostics join an answer's
         # citations to the searches of the same session, and the tools log those with it.
-        self.events.emit("answer", chat_session=session.id, question=question, cited_keys=answer.cited_keys,
-                         read_keys=answer.read_keys, mode=answer.mode, route=answer.route,
-                         evidence_keys=sorted({e["key"] for e in answer.evidence if e.get("key")}))
+        self.events.emit(
+            "answer",
+            chat_session=session.id,
+            question=question,
+            cited_keys=answer.cited_keys,
+            read_keys=answer.read_keys,
+            mode=answer.mode,
+            route=answer.route,
+            evidence_keys=sorted({e["key"] for e in answer.evidence if e.get("key")}),
+        )
         return answer
 
     def _check_question(self, question: str) -> tuple[str, list[str]]:
         if not isinstance(question, str) or not question.strip():
-            raise QueryError("The question is empty.", "type a question, e.g. ask(\"What do my notes say about …?\")")
+            raise QueryError("The question is empty.", 'type a question, e.g. ask("What do my notes say about …?")')
         from ..textnorm import clean_text
 
-        question = clean_text(question).strip()       # lone surrogates would crash tokenizer and HTTP client
+        question = clean_text(question).strip()  # lone surrogates would crash tokenizer and HTTP client
         if len(question) > MAX_QUESTION_CHARS:
-            return question[:MAX_QUESTION_CHARS], [f"The question was cut to its first {MAX_QUESTION_CHARS} characters."]
+            return question[:MAX_QUESTION_CHARS], [
+                f"The question was cut to its first {MAX_QUESTION_CHARS} characters."
+            ]
         return question, []
 
     def _start_turn(self, turn: Turn, session: ChatSession) -> str:
@@ -128,20 +154,43 @@ class Coordinator:
         return profile_context
 
     # -- evidence-only ------------------------------------------------------------------
-    def _evidence_only(self, question: str, session: ChatSession, directory: KeyDirectory,
-                       key_map: DirectoryKeyMap, on_token: Callable[[str], None] | None) -> Answer:
+    def _evidence_only(
+        self,
+        question: str,
+        session: ChatSession,
+        directory: KeyDirectory,
+        key_map: DirectoryKeyMap,
+        on_token: Callable[[str], None] | None,
+    ) -> Answer:
         raw, evidence, read_keys = evidence_only_answer(self.tools, question, directory)
         text = clean_user_facing_synthesis(raw, key_map)
         if on_token:
             on_token(text)
         citations = [Citation(**c) for c in citations_for(evidence, directory)]
-        return Answer(text=text, citations=citations, evidence=evidence, usage=TurnUsage().as_dict(),
-                      mode="evidence-only", session_id=session.id, question=question, route="library",
-                      read_keys=read_keys, cited_keys=[c.key for c in citations])
+        return Answer(
+            text=text,
+            citations=citations,
+            evidence=evidence,
+            usage=TurnUsage().as_dict(),
+            mode="evidence-only",
+            session_id=session.id,
+            question=question,
+            route="library",
+            read_keys=read_keys,
+            cited_keys=[c.key for c in citations],
+        )
 
     # -- with a language model ----------------------------------------------------------
-    def _with_llm(self, llm: ChatClient, question: str, session: ChatSession, profile_context: str,
-                  directory: KeyDirectory, key_map: DirectoryKeyMap, cleaner: StreamCleaner | None) -> Answer:
+    def _with_llm(
+        self,
+        llm: ChatClient,
+        question: str,
+        session: ChatSession,
+        profile_context: str,
+        directory: KeyDirectory,
+        key_map: DirectoryKeyMap,
+        cleaner: StreamCleaner | None,
+    ) -> Answer:
         from ..tokens import count_tokens
 
         usage = TurnUsage()
@@ -159,16 +208,17 @@ class Coordinator:
         evidence: list[dict] = []
         read_keys: list[str] = []
         citations: list[Citation] = []
-        tool_calls: list[dict] = []
         if route in ("library", "both"):
-            agent = LibrarySearchAgent(self.tools, llm, directory, boundary=boundary,
-                                       max_steps=self.max_search_steps, on_reply=record)
+            agent = LibrarySearchAgent(
+                self.tools, llm, directory, boundary=boundary, max_steps=self.max_search_steps, on_reply=record
+            )
             outcome = agent.run(question, history)
-            tool_calls, read_keys = outcome.calls, outcome.read_keys
+            read_keys = outcome.read_keys
             evidence = select_evidence(outcome.evidence)
             if evidence:
                 reply = LibrarySynthesizer(llm, directory, boundary=boundary).synthesize(
-                    question, evidence, history, profile_context, profile_tokens=profile_tokens, stream_cb=emit)
+                    question, evidence, history, profile_context, profile_tokens=profile_tokens, stream_cb=emit
+                )
                 record(reply)
                 raw_parts.append(reply.content)
             else:
@@ -183,36 +233,67 @@ class Coordinator:
                 if emit:
                     emit(heading)
             online_text, online_evidence, online_citations = self._online(
-                llm, question, online_query, evidence, profile_context, profile_tokens, emit, record, notices)
+                llm, question, online_query, evidence, profile_context, profile_tokens, emit, record, notices
+            )
             raw_parts.append(online_text)
             evidence += online_evidence
             citations += online_citations
         if cleaner:
             cleaner.flush()
         text = clean_user_facing_synthesis("".join(raw_parts), key_map)
-        return Answer(text=text, citations=citations, evidence=evidence, usage=usage.as_dict(), mode="llm",
-                      session_id=session.id, question=question, route=route, read_keys=read_keys,
-                      cited_keys=[c.key for c in citations if c.key], notices=notices)
+        return Answer(
+            text=text,
+            citations=citations,
+            evidence=evidence,
+            usage=usage.as_dict(),
+            mode="llm",
+            session_id=session.id,
+            question=question,
+            route=route,
+            read_keys=read_keys,
+            cited_keys=[c.key for c in citations if c.key],
+            notices=notices,
+        )
 
-    def _route(self, llm: ChatClient, question: str, history: list[dict], profile_context: str,
-               profile_tokens: int, record: Callable) -> tuple[str, str]:
+    def _route(
+        self,
+        llm: ChatClient,
+        question: str,
+        history: list[dict],
+        profile_context: str,
+        profile_tokens: int,
+        record: Callable,
+    ) -> tuple[str, str]:
         fixed = deterministic_route(question)
         if fixed is not None or self.online is None:
             return fixed or "library", ""
-        messages = [{"role": "system", "content": system_prompt("coordinator", profile_context)},
-                    *history, {"role": "user", "content": question}]
+        messages = [
+            {"role": "system", "content": system_prompt("coordinator", profile_context)},
+            *history,
+            {"role": "user", "content": question},
+        ]
         reply = llm.chat("coordinator", messages, profile_tokens=profile_tokens)
         record(reply)
         return parse_route(reply.content)
 
-    def _online(self, llm: ChatClient, question: str, online_query: str, evidence: list[dict], profile_context: str,
-                profile_tokens: int, emit: Callable | None, record: Callable, notices: list[str]
-                ) -> tuple[str, list[dict], list[Citation]]:
+    def _online(
+        self,
+        llm: ChatClient,
+        question: str,
+        online_query: str,
+        evidence: list[dict],
+        profile_context: str,
+        profile_tokens: int,
+        emit: Callable | None,
+        record: Callable,
+        notices: list[str],
+    ) -> tuple[str, list[dict], list[Citation]]:
         try:
             identity = LibraryIdentity.from_tools(self.tools, evidence)
             result = OnlineSynthesizer(self.online, llm, boundary=new_boundary()).run(
-                question, online_query, identity, profile_context, profile_tokens=profile_tokens, stream_cb=emit)
-        except OnlineSearchError as exc:   # the library part of the answer still stands
+                question, online_query, identity, profile_context, profile_tokens=profile_tokens, stream_cb=emit
+            )
+        except OnlineSearchError as exc:  # the library part of the answer still stands
             text = f"Online search failed: {exc.message}" + (f" ({exc.hint})" if exc.hint else "")
             notices.append(text)
             if emit:
@@ -223,9 +304,16 @@ class Coordinator:
         elif emit:
             emit(result.text)
         online_evidence = [{"source": c.source, **c.to_json(), "kind": "online"} for c in result.candidates]
-        online_citations = [Citation(title=c.title, citation=c.citation, kind="online",
-                                     url=c.url or (f"https://doi.org/{c.doi}" if c.doi else None))
-                            for c in result.candidates if _mentions(result.text, c.title, c.citation)]
+        online_citations = [
+            Citation(
+                title=c.title,
+                citation=c.citation,
+                kind="online",
+                url=c.url or (f"https://doi.org/{c.doi}" if c.doi else None),
+            )
+            for c in result.candidates
+            if _mentions(result.text, c.title, c.citation)
+        ]
         return result.text, online_evidence, online_citations
 
     @staticmethod
@@ -245,8 +333,15 @@ class Coordinator:
                 parent = directory.describe(item["parent_key"]) if item.get("parent_key") else None
                 if kind == "note":
                     citation = note_citation(parent)
-                out.append(Citation(title=title, citation=citation, kind=kind, key=key,
-                                    parent_title=(parent or {}).get("title") or item.get("parent_title")))
+                out.append(
+                    Citation(
+                        title=title,
+                        citation=citation,
+                        kind=kind,
+                        key=key,
+                        parent_title=(parent or {}).get("title") or item.get("parent_title"),
+                    )
+                )
         return out
 
 

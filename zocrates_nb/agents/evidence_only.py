@@ -15,8 +15,7 @@ from .keys import KeyDirectory, note_citation
 from .library_agent import hit_evidence
 
 LABEL = "Evidence from your library (no language model configured)"
-CONFIGURE_HINT = ("For a written answer, configure a model: "
-                  "`zocrates-nb llm set --base-url URL --model NAME`.")
+CONFIGURE_HINT = "For a written answer, configure a model: `zocrates-nb llm set --base-url URL --model NAME`."
 MAX_SOURCES = 5
 READ_LONG_NOTES = 2
 QUOTE_WORDS = 120
@@ -30,8 +29,9 @@ def _terms(text: str) -> set[str]:
 def best_passage(markdown: str, question: str, max_words: int = QUOTE_WORDS) -> str:
     """The paragraph of a document that shares most words with the question (headings skipped)."""
     wanted = _terms(question)
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", markdown or "")
-                  if p.strip() and not p.lstrip().startswith("#")]
+    paragraphs = [
+        p.strip() for p in re.split(r"\n\s*\n", markdown or "") if p.strip() and not p.lstrip().startswith("#")
+    ]
     if not paragraphs:
         return ""
     best = max(paragraphs, key=lambda p: (len(wanted & _terms(p)), -paragraphs.index(p)))
@@ -44,7 +44,7 @@ def _trim(text: str, max_words: int) -> str:
     for line in (text or "").strip().splitlines():
         words = line.split()
         if used + len(words) > max_words:
-            lines.append(" ".join(words[:max_words - used]) + " …")
+            lines.append(" ".join(words[: max_words - used]) + " …")
             break
         lines.append(line.rstrip())
         used += len(words)
@@ -58,14 +58,18 @@ def _quote(text: str, max_words: int = QUOTE_WORDS) -> str:
 
 def _heading(item: dict, directory: KeyDirectory) -> str:
     if item["kind"] == "paper":
-        return f"**{item['title'] or 'Untitled paper'}** ({item['citation']})" if item.get("citation") \
+        return (
+            f"**{item['title'] or 'Untitled paper'}** ({item['citation']})"
+            if item.get("citation")
             else f"**{item['title'] or 'Untitled paper'}**"
+        )
     parent = directory.display(item["parent_key"]) if item.get("parent_key") else None
     return f"Your note **“{item['title'] or 'untitled'}”**" + (f", on {parent}" if parent else "")
 
 
-def evidence_only_answer(tools: Any, question: str, directory: KeyDirectory, *, k: int = 8
-                         ) -> tuple[str, list[dict], list[str]]:
+def evidence_only_answer(
+    tools: Any, question: str, directory: KeyDirectory, *, k: int = 8
+) -> tuple[str, list[dict], list[str]]:
     """(Markdown answer, evidence with provenance, keys read). The text may still contain keys
     that came from note text; the coordinator cleans it like any other answer."""
     results = tools.search_corpus(question, k=k)
@@ -74,8 +78,13 @@ def evidence_only_answer(tools: Any, question: str, directory: KeyDirectory, *, 
     seen: set[str] = set()
     for hit in getattr(results, "hits", []):
         item = hit_evidence(hit, query=question, step=1)
-        directory.remember(item["key"], kind=item["kind"], title=item["title"], citation=item["citation"],
-                           parent_key=item["parent_key"])
+        directory.remember(
+            item["key"],
+            kind=item["kind"],
+            title=item["title"],
+            citation=item["citation"],
+            parent_key=item["parent_key"],
+        )
         if item["parent_key"] and item.get("parent_title"):
             directory.remember_if_unknown(item["parent_key"], kind="paper", title=item["parent_title"])
         if item["key"] in seen:
@@ -85,14 +94,16 @@ def evidence_only_answer(tools: Any, question: str, directory: KeyDirectory, *, 
             full = tools.read_document(item["key"])
             read_keys.append(item["key"])
             item = {**item, "source": "read_document", "text": best_passage(full, question) or item["text"]}
-        elif not item["inlined"]:   # a paper chunk: its best paragraph, not its metadata header
+        elif not item["inlined"]:  # a paper chunk: its best paragraph, not its metadata header
             item = {**item, "text": best_passage(item["text"], question) or item.get("abstract") or item["text"]}
         evidence.append(item)
         if len(evidence) >= MAX_SOURCES:
             break
     if not evidence:
-        text = (f"**{LABEL}**\n\nNothing in your library matches this question. "
-                f"Try other words, or check that the library is synced (`zocrates-nb sync`).\n\n_{CONFIGURE_HINT}_")
+        text = (
+            f"**{LABEL}**\n\nNothing in your library matches this question. "
+            f"Try other words, or check that the library is synced (`zocrates-nb sync`).\n\n_{CONFIGURE_HINT}_"
+        )
         return text, [], []
     parts = [f"**{LABEL}**", f"The passages that best match “{question.strip()}”:"]
     for number, item in enumerate(evidence, 1):
@@ -109,6 +120,13 @@ def citations_for(evidence: list[dict], directory: KeyDirectory) -> list[dict]:
         citation = item.get("citation") or ""
         if item["kind"] == "note":
             citation = note_citation(parent)
-        out.append({"key": item["key"], "kind": item["kind"], "title": item["title"] or "untitled",
-                    "citation": citation, "parent_title": (parent or {}).get("title") or item.get("parent_title")})
+        out.append(
+            {
+                "key": item["key"],
+                "kind": item["kind"],
+                "title": item["title"] or "untitled",
+                "citation": citation,
+                "parent_title": (parent or {}).get("title") or item.get("parent_title"),
+            }
+        )
     return out

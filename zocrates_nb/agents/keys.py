@@ -8,7 +8,8 @@ earlier turn), so ``clean_user_facing_synthesis`` can replace all of them.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from ..errors import ZocratesError
 from .clean import candidate_keys
@@ -37,8 +38,15 @@ class KeyDirectory:
         self._entries: dict[str, dict] = {}
         self._missing: set[str] = set()
 
-    def remember(self, key: str | None, *, kind: str | None, title: str | None,
-                 citation: str | None = None, parent_key: str | None = None) -> None:
+    def remember(
+        self,
+        key: str | None,
+        *,
+        kind: str | None,
+        title: str | None,
+        citation: str | None = None,
+        parent_key: str | None = None,
+    ) -> None:
         if key and key not in self._entries:
             self._entries[key] = {"kind": kind, "title": title, "citation": citation, "parent_key": parent_key}
 
@@ -57,11 +65,16 @@ class KeyDirectory:
         try:
             manifest = self._corpus.manifest(key)
         except (ZocratesError, KeyError, OSError):
-            self._missing.add(key)   # not a corpus key: leave it in the text as written
+            self._missing.add(key)  # not a corpus key: leave it in the text as written
             return None
         kind = "note" if manifest.get("content_type") == "text/note" else "paper"
-        self.remember(key, kind=kind, title=manifest.get("title"), citation=manifest.get("citation"),
-                      parent_key=manifest.get("parent_key"))
+        self.remember(
+            key,
+            kind=kind,
+            title=manifest.get("title"),
+            citation=manifest.get("citation"),
+            parent_key=manifest.get("parent_key"),
+        )
         return self._entries[key]
 
     def title(self, key: str) -> str | None:

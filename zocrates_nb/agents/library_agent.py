@@ -10,8 +10,9 @@ the loop. Everything retrieved is recorded as evidence with its provenance.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ZocratesError
 from ..protocols import ChatClient
@@ -30,9 +31,9 @@ class SearchOutcome:
     """What the search agent gathered: evidence items in order found, and what it did."""
 
     evidence: list[dict] = field(default_factory=list)
-    calls: list[dict] = field(default_factory=list)     # {"name", "arguments", "status"}
+    calls: list[dict] = field(default_factory=list)  # {"name", "arguments", "status"}
     read_keys: list[str] = field(default_factory=list)
-    stopped: str = "done"                               # "done" | "step-limit" | "fallback"
+    stopped: str = "done"  # "done" | "step-limit" | "fallback"
 
 
 def tool_specs(tools: Any) -> list[dict]:
@@ -46,46 +47,82 @@ def tool_specs(tools: Any) -> list[dict]:
 
 def hit_evidence(hit: Any, *, query: str, step: int) -> dict:
     """A search hit as an evidence record with provenance."""
-    get = (lambda name, default=None: hit.get(name, default)) if isinstance(hit, dict) else \
-        (lambda name, default=None: getattr(hit, name, default))
+    get = (
+        (lambda name, default=None: hit.get(name, default))
+        if isinstance(hit, dict)
+        else (lambda name, default=None: getattr(hit, name, default))
+    )
     word_count = get("word_count")
-    return {"source": "search_corpus", "query": query, "step": step, "key": get("key"), "kind": get("kind"),
-            "parent_key": get("parent_key"), "title": get("title"), "citation": get("citation"),
-            "text": get("text") or "", "score": get("score"), "ranks": dict(get("ranks") or {}),
-            "chunk_id": get("chunk_id"), "word_count": word_count, "section": get("section"),
-            "parent_title": get("parent_title"), "abstract": get("abstract"),
-            "inlined": get("kind") == "note" and word_count is not None and word_count < INLINE_WORDS}
+    return {
+        "source": "search_corpus",
+        "query": query,
+        "step": step,
+        "key": get("key"),
+        "kind": get("kind"),
+        "parent_key": get("parent_key"),
+        "title": get("title"),
+        "citation": get("citation"),
+        "text": get("text") or "",
+        "score": get("score"),
+        "ranks": dict(get("ranks") or {}),
+        "chunk_id": get("chunk_id"),
+        "word_count": word_count,
+        "section": get("section"),
+        "parent_title": get("parent_title"),
+        "abstract": get("abstract"),
+        "inlined": get("kind") == "note" and word_count is not None and word_count < INLINE_WORDS,
+    }
 
 
 class LibrarySearchAgent:
     """ReAct over search_corpus / read_document / get_document_toc with a step limit and no repeats."""
 
-    def __init__(self, tools: Any, llm: ChatClient, directory: KeyDirectory, *, boundary: str,
-                 max_steps: int = 6, max_calls: int = 12, on_reply: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        tools: Any,
+        llm: ChatClient,
+        directory: KeyDirectory,
+        *,
+        boundary: str,
+        max_steps: int = 6,
+        max_calls: int = 12,
+        on_reply: Callable[[Any], None] | None = None,
+    ) -> None:
         self.tools, self.llm, self.directory = tools, llm, directory
         self.boundary, self.max_steps, self.max_calls = boundary, max_steps, max_calls
         self.on_reply = on_reply or (lambda reply: None)
 
     def run(self, question: str, history: list[dict] | None = None) -> SearchOutcome:
         outcome = SearchOutcome()
-        messages = [{"role": "system", "content": system_prompt("library_search")}, *(history or []),
-                    {"role": "user", "content": f"Gather evidence from the library for this question:\n\n"
-                                                f"{question}\n\n"
-                                                f"{evidence_preamble(self.boundary, 'Every tool result')}"}]
+        messages = [
+            {"role": "system", "content": system_prompt("library_search")},
+            *(history or []),
+            {
+                "role": "user",
+                "content": f"Gather evidence from the library for this question:\n\n"
+                f"{question}\n\n"
+                f"{evidence_preamble(self.boundary, 'Every tool result')}",
+            },
+        ]
         specs = tool_specs(self.tools)
         seen: set[tuple[str, str]] = set()
         for step in range(1, self.max_steps + 1):
             reply = self.llm.chat("library_search", messages, tools=specs)
             self.on_reply(reply)
             if not reply.tool_calls:
-                if step == 1:   # a model that will not call tools still gets the library searched
+                if step == 1:  # a model that will not call tools still gets the library searched
                     self._execute("search_corpus", {"query": question}, outcome, step)
                     outcome.stopped = "fallback"
                 return outcome
             messages.append(reply.assistant_message())
             for tool_call in reply.tool_calls:
-                messages.append({"role": "tool", "tool_call_id": tool_call.id,
-                                 "content": self._answer_call(tool_call, seen, outcome, step)})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": tool_call.id,
+                        "content": self._answer_call(tool_call, seen, outcome, step),
+                    }
+                )
             if len(outcome.calls) >= self.max_calls:
                 break
         outcome.stopped = "step-limit"
@@ -104,8 +141,10 @@ class LibrarySearchAgent:
         signature = (name, json.dumps(arguments, sort_keys=True))
         if signature in seen:
             outcome.calls.append({"name": name, "arguments": arguments, "status": "repeated"})
-            return (f"You already called {name} with exactly these arguments; its result is above. "
-                    "Use a different query or key, or stop if you have enough evidence.")
+            return (
+                f"You already called {name} with exactly these arguments; its result is above. "
+                "Use a different query or key, or stop if you have enough evidence."
+            )
         seen.add(signature)
         if len(outcome.calls) >= self.max_calls:
             outcome.calls.append({"name": name, "arguments": arguments, "status": "over-limit"})
@@ -117,10 +156,10 @@ class LibrarySearchAgent:
         outcome.calls.append(record)
         try:
             text = self._run_tool(name, arguments, outcome, step)
-        except ZocratesError as exc:   # the model can recover from a bad key or an empty query
+        except ZocratesError as exc:  # the model can recover from a bad key or an empty query
             record["status"] = "error"
             return f"Error: {exc.message}" + (f" ({exc.hint})" if exc.hint else "")
-        except TypeError as exc:       # wrong argument names from the model
+        except TypeError as exc:  # wrong argument names from the model
             record["status"] = "error"
             return f"Error: bad arguments for {name}: {exc}"
         if len(text) > MAX_TOOL_RESULT_CHARS:
@@ -134,8 +173,13 @@ class LibrarySearchAgent:
             results = self.tools.search_corpus(query, k=k, filters=arguments.get("filters") or None)
             for hit in getattr(results, "hits", []):
                 item = hit_evidence(hit, query=query, step=step)
-                self.directory.remember(item["key"], kind=item["kind"], title=item["title"],
-                                        citation=item["citation"], parent_key=item["parent_key"])
+                self.directory.remember(
+                    item["key"],
+                    kind=item["kind"],
+                    title=item["title"],
+                    citation=item["citation"],
+                    parent_key=item["parent_key"],
+                )
                 if item["parent_key"] and item["parent_title"]:
                     self.directory.remember_if_unknown(item["parent_key"], kind="paper", title=item["parent_title"])
                 outcome.evidence.append(item)
@@ -148,10 +192,20 @@ class LibrarySearchAgent:
         entry = self.directory.describe(key) or {}
         if key not in outcome.read_keys:
             outcome.read_keys.append(key)
-        outcome.evidence.append({"source": "read_document", "step": step, "key": key, "section": section,
-                                 "kind": entry.get("kind"), "parent_key": entry.get("parent_key"),
-                                 "title": entry.get("title"), "citation": entry.get("citation"),
-                                 "text": text, "inlined": False})
+        outcome.evidence.append(
+            {
+                "source": "read_document",
+                "step": step,
+                "key": key,
+                "section": section,
+                "kind": entry.get("kind"),
+                "parent_key": entry.get("parent_key"),
+                "title": entry.get("title"),
+                "citation": entry.get("citation"),
+                "text": text,
+                "inlined": False,
+            }
+        )
         return text
 
 
@@ -187,8 +241,10 @@ def evidence_blocks(evidence: list[dict], directory: KeyDirectory, boundary: str
     parts = []
     for number, item in enumerate(evidence, 1):
         where = f" section “{item['section']}”" if item.get("section") else ""
-        parts.append(f"Source {number}: {cite_as(item, directory)}{where}\n"
-                     + wrap_evidence(item["text"], boundary, label=f"source={number}"))
+        parts.append(
+            f"Source {number}: {cite_as(item, directory)}{where}\n"
+            + wrap_evidence(item["text"], boundary, label=f"source={number}")
+        )
     return "\n\n".join(parts)
 
 
@@ -198,14 +254,30 @@ class LibrarySynthesizer:
     def __init__(self, llm: ChatClient, directory: KeyDirectory, *, boundary: str) -> None:
         self.llm, self.directory, self.boundary = llm, directory, boundary
 
-    def messages(self, question: str, evidence: list[dict], history: list[dict],
-                 profile_context: str) -> list[dict]:
-        user = (f"{evidence_preamble(self.boundary)}\n\n{evidence_blocks(evidence, self.directory, self.boundary)}"
-                f"\n\nQuestion: {question}")
-        return [{"role": "system", "content": system_prompt("library_synthesizer", profile_context)},
-                *history, {"role": "user", "content": user}]
+    def messages(self, question: str, evidence: list[dict], history: list[dict], profile_context: str) -> list[dict]:
+        user = (
+            f"{evidence_preamble(self.boundary)}\n\n{evidence_blocks(evidence, self.directory, self.boundary)}"
+            f"\n\nQuestion: {question}"
+        )
+        return [
+            {"role": "system", "content": system_prompt("library_synthesizer", profile_context)},
+            *history,
+            {"role": "user", "content": user},
+        ]
 
-    def synthesize(self, question: str, evidence: list[dict], history: list[dict], profile_context: str,
-                   *, profile_tokens: int = 0, stream_cb: Callable[[str], None] | None = None) -> Any:
-        return self.llm.chat("library_synthesizer", self.messages(question, evidence, history, profile_context),
-                             stream_cb=stream_cb, profile_tokens=profile_tokens)
+    def synthesize(
+        self,
+        question: str,
+        evidence: list[dict],
+        history: list[dict],
+        profile_context: str,
+        *,
+        profile_tokens: int = 0,
+        stream_cb: Callable[[str], None] | None = None,
+    ) -> Any:
+        return self.llm.chat(
+            "library_synthesizer",
+            self.messages(question, evidence, history, profile_context),
+            stream_cb=stream_cb,
+            profile_tokens=profile_tokens,
+        )

@@ -13,8 +13,9 @@ import ipaddress
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlparse
 
 import openai
@@ -44,8 +45,7 @@ class ToolCall:
         return value
 
     def as_message_part(self) -> dict:
-        return {"id": self.id, "type": "function",
-                "function": {"name": self.name, "arguments": self.arguments}}
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
 
 @dataclass
@@ -94,8 +94,9 @@ def estimate_cost(prices: dict, model: str, prompt_tokens: int, completion_token
     if not isinstance(price, dict):
         return None
     try:
-        cost = (prompt_tokens * float(price.get("prompt", 0)) +
-                completion_tokens * float(price.get("completion", 0))) / 1_000_000
+        cost = (
+            prompt_tokens * float(price.get("prompt", 0)) + completion_tokens * float(price.get("completion", 0))
+        ) / 1_000_000
     except (TypeError, ValueError):
         return None
     return round(cost, 8)
@@ -115,9 +116,16 @@ def _message_text(messages: list[dict]) -> str:
 class LLMClient:
     """Chat completions for the agent roles, with retries, streaming and token accounting."""
 
-    def __init__(self, settings: Any, api_key: str | None, events: EventSink | None = None, *,
-                 session: str | None = None, backoff_base_s: float = 0.5,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        settings: Any,
+        api_key: str | None,
+        events: EventSink | None = None,
+        *,
+        session: str | None = None,
+        backoff_base_s: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.settings = settings
         self.base_url = settings.base_url
         self.events: EventSink = events if events is not None else NullEventSink()
@@ -126,16 +134,23 @@ class LLMClient:
         self._sleep = sleep
         self._api_key_env = getattr(settings, "api_key_env", None) or "OPENAI_API_KEY"
         if not self.base_url:
-            raise LLMError("No language model is configured.",
-                           "set one: zocrates-nb llm set --base-url URL --model NAME")
+            raise LLMError(
+                "No language model is configured.", "set one: zocrates-nb llm set --base-url URL --model NAME"
+            )
         if not api_key:
             if not is_loopback(self.base_url):
-                raise LLMError(f"No API key for the LLM endpoint at {self.base_url}.",
-                               f"set ${self._api_key_env} or run zocrates-nb llm set --api-key-env NAME")
+                raise LLMError(
+                    f"No API key for the LLM endpoint at {self.base_url}.",
+                    f"set ${self._api_key_env} or run zocrates-nb llm set --api-key-env NAME",
+                )
             api_key = PLACEHOLDER_KEY
         self._key = api_key
-        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key, max_retries=0,
-                                     timeout=float(getattr(settings, "timeout_s", 60) or 60))
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=api_key,
+            max_retries=0,
+            timeout=float(getattr(settings, "timeout_s", 60) or 60),
+        )
 
     def __repr__(self) -> str:  # never the key
         return f"LLMClient(base_url={self.base_url!r}, model={getattr(self.settings, 'model', None)!r})"
@@ -144,14 +159,20 @@ class LLMClient:
         model = self.settings.model_for(role) if hasattr(self.settings, "model_for") else None
         model = model or getattr(self.settings, "model", None)
         if not model:
-            raise LLMError(f"No model is configured for the {role} agent.",
-                           "set one: zocrates-nb llm set --model NAME")
+            raise LLMError(f"No model is configured for the {role} agent.", "set one: zocrates-nb llm set --model NAME")
         return model
 
     # -- the one public call ---------------------------------------------------------
-    def chat(self, role: str, messages: list[dict], tools: list[dict] | None = None,
-             stream_cb: Callable[[str], None] | None = None, *, profile_tokens: int = 0,
-             json_mode: bool = False) -> LLMReply:
+    def chat(
+        self,
+        role: str,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        stream_cb: Callable[[str], None] | None = None,
+        *,
+        profile_tokens: int = 0,
+        json_mode: bool = False,
+    ) -> LLMReply:
         """One chat completion for ``role``; streams text to ``stream_cb`` when given.
 
         Retries 429 (honouring Retry-After), 5xx, timeouts and connection errors up to
@@ -177,7 +198,7 @@ class LLMClient:
                 break
             except Exception as exc:
                 if not isinstance(exc, openai.OpenAIError) and not _is_transport_error(exc):
-                    raise   # a bug (ours or a stream_cb's), not an endpoint failure
+                    raise  # a bug (ours or a stream_cb's), not an endpoint failure
                 delay = self._retry_delay(exc, attempt)
                 if delay is None or attempt >= max_retries or streamed[0]:
                     error = self._as_llm_error(exc, model, attempt)
@@ -186,10 +207,17 @@ class LLMClient:
                 attempt += 1
                 self._sleep(delay)
         prompt_tokens, completion_tokens, source = self._token_counts(usage, messages, tools, content, calls)
-        reply_usage = self._emit(role, model, prompt_tokens, completion_tokens, profile_tokens, started,
-                                 usage_source=source, retries=attempt)
-        return LLMReply(content=content, tool_calls=calls, usage=reply_usage, model=model,
-                        latency_ms=reply_usage["latency_ms"], role=role)
+        reply_usage = self._emit(
+            role, model, prompt_tokens, completion_tokens, profile_tokens, started, usage_source=source, retries=attempt
+        )
+        return LLMReply(
+            content=content,
+            tool_calls=calls,
+            usage=reply_usage,
+            model=model,
+            latency_ms=reply_usage["latency_ms"],
+            role=role,
+        )
 
     # -- transport -------------------------------------------------------------------
     def _complete(self, request: dict) -> tuple[str, list[ToolCall], Any]:
@@ -197,14 +225,17 @@ class LLMClient:
         if not response.choices:
             return "", [], response.usage
         message = response.choices[0].message
-        calls = [ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "")
-                 for i, c in enumerate(message.tool_calls or []) if getattr(c, "function", None)]
+        calls = [
+            ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "")
+            for i, c in enumerate(message.tool_calls or [])
+            if getattr(c, "function", None)
+        ]
         return message.content or "", calls, response.usage
 
-    def _stream(self, request: dict, stream_cb: Callable[[str], None],
-                streamed: list[bool]) -> tuple[str, list[ToolCall], Any]:
-        stream = self._client.chat.completions.create(**request, stream=True,
-                                                      stream_options={"include_usage": True})
+    def _stream(
+        self, request: dict, stream_cb: Callable[[str], None], streamed: list[bool]
+    ) -> tuple[str, list[ToolCall], Any]:
+        stream = self._client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True})
         text: list[str] = []
         partial: dict[int, dict[str, str]] = {}
         usage = None
@@ -225,13 +256,17 @@ class LLMClient:
                     if tc.function is not None:
                         slot["name"] += tc.function.name or ""
                         slot["arguments"] += tc.function.arguments or ""
-        calls = [ToolCall(slot["id"] or f"call_{index}", slot["name"], slot["arguments"])
-                 for index, slot in sorted(partial.items()) if slot["name"]]
+        calls = [
+            ToolCall(slot["id"] or f"call_{index}", slot["name"], slot["arguments"])
+            for index, slot in sorted(partial.items())
+            if slot["name"]
+        ]
         return "".join(text), calls, usage
 
     # -- accounting ------------------------------------------------------------------
-    def _token_counts(self, usage: Any, messages: list[dict], tools: list[dict] | None,
-                      content: str, calls: list[ToolCall]) -> tuple[int, int, str]:
+    def _token_counts(
+        self, usage: Any, messages: list[dict], tools: list[dict] | None, content: str, calls: list[ToolCall]
+    ) -> tuple[int, int, str]:
         if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
             return int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0), "api"
         from ..tokens import count_tokens
@@ -240,20 +275,35 @@ class LLMClient:
         completion = content + "".join(c.name + c.arguments for c in calls)
         return count_tokens(prompt), count_tokens(completion), "estimated"
 
-    def _emit(self, role: str, model: str, prompt_tokens: int, completion_tokens: int,
-              profile_tokens: int, started: float, **extra: Any) -> dict:
+    def _emit(
+        self,
+        role: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        profile_tokens: int,
+        started: float,
+        **extra: Any,
+    ) -> dict:
         latency_ms = round((time.perf_counter() - started) * 1000, 1)
         cost = estimate_cost(getattr(self.settings, "prices", {}), model, prompt_tokens, completion_tokens)
-        record = {"role": role, "model": model, "prompt_tokens": prompt_tokens,
-                  "completion_tokens": completion_tokens, "profile_tokens": profile_tokens,
-                  "latency_ms": latency_ms, "cost_usd": cost, **extra}
+        record = {
+            "role": role,
+            "model": model,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "profile_tokens": profile_tokens,
+            "latency_ms": latency_ms,
+            "cost_usd": cost,
+            **extra,
+        }
         self.events.emit("llm", session=self.session, **record)
         return record
 
     # -- failures --------------------------------------------------------------------
     def _retry_delay(self, exc: Exception, attempt: int) -> float | None:
         """Seconds to wait before retrying ``exc``, or None when it is not worth retrying."""
-        backoff = min(MAX_BACKOFF_S, self.backoff_base_s * (2 ** attempt))
+        backoff = min(MAX_BACKOFF_S, self.backoff_base_s * (2**attempt))
         backoff += random.uniform(0, backoff / 2)
         if isinstance(exc, openai.RateLimitError):
             retry_after = _retry_after_seconds(exc)
@@ -268,40 +318,59 @@ class LLMClient:
         where = self.base_url
         tried = f" (after {retries} retries)" if retries else ""
         if isinstance(exc, openai.AuthenticationError):
-            return LLMError(f"The LLM endpoint at {where} rejected the API key (401).",
-                            f"check the key in ${self._api_key_env} "
-                            f"(zocrates-nb llm set --api-key-env NAME to read another variable)")
+            return LLMError(
+                f"The LLM endpoint at {where} rejected the API key (401).",
+                f"check the key in ${self._api_key_env} "
+                f"(zocrates-nb llm set --api-key-env NAME to read another variable)",
+            )
         if isinstance(exc, openai.PermissionDeniedError):
-            return LLMError(f"The API key may not use model '{model}' at {where} (403).",
-                            f"check the key in ${self._api_key_env}, or choose another model: "
-                            "zocrates-nb llm set --model NAME")
+            return LLMError(
+                f"The API key may not use model '{model}' at {where} (403).",
+                f"check the key in ${self._api_key_env}, or choose another model: zocrates-nb llm set --model NAME",
+            )
         if isinstance(exc, openai.NotFoundError):
-            return LLMError(f"Model '{model}' was not found at {where} (404).",
-                            "choose a model the endpoint serves: zocrates-nb llm set --model NAME "
-                            "(and check that the base URL ends in /v1 if the server needs it)")
+            return LLMError(
+                f"Model '{model}' was not found at {where} (404).",
+                "choose a model the endpoint serves: zocrates-nb llm set --model NAME "
+                "(and check that the base URL ends in /v1 if the server needs it)",
+            )
         if isinstance(exc, openai.RateLimitError):
-            return LLMError(f"The LLM endpoint at {where} is rate limiting requests (429){tried}.",
-                            "wait a minute and ask again, or raise llm.max_retries in the config")
+            return LLMError(
+                f"The LLM endpoint at {where} is rate limiting requests (429){tried}.",
+                "wait a minute and ask again, or raise llm.max_retries in the config",
+            )
         if isinstance(exc, openai.APITimeoutError):
-            return LLMError(f"The LLM endpoint at {where} did not answer in time{tried}.",
-                            "check the server, or raise llm.timeout_s: zocrates-nb llm set --timeout-s N")
+            return LLMError(
+                f"The LLM endpoint at {where} did not answer in time{tried}.",
+                "check the server, or raise llm.timeout_s: zocrates-nb llm set --timeout-s N",
+            )
         if isinstance(exc, openai.APIConnectionError) or _is_transport_error(exc):
-            return LLMError(f"Cannot reach the LLM endpoint at {where}{tried}.",
-                            "start the server or fix the URL: zocrates-nb llm set --base-url URL")
+            return LLMError(
+                f"Cannot reach the LLM endpoint at {where}{tried}.",
+                "start the server or fix the URL: zocrates-nb llm set --base-url URL",
+            )
         if isinstance(exc, openai.APIStatusError):
             detail = redact(_server_message(exc), self._key)
             if exc.status_code >= 500:
-                return LLMError(f"The LLM endpoint at {where} failed ({exc.status_code}){tried}: {detail}",
-                                "try again later; if it persists, check the server's logs")
-            return LLMError(f"The LLM endpoint at {where} refused the request ({exc.status_code}): {detail}",
-                            "check the model name and settings: zocrates-nb llm show")
-        return LLMError(f"The LLM call failed: {redact(f'{type(exc).__name__}: {exc}', self._key)}",
-                        "check the endpoint: zocrates-nb llm show")
+                return LLMError(
+                    f"The LLM endpoint at {where} failed ({exc.status_code}){tried}: {detail}",
+                    "try again later; if it persists, check the server's logs",
+                )
+            return LLMError(
+                f"The LLM endpoint at {where} refused the request ({exc.status_code}): {detail}",
+                "check the model name and settings: zocrates-nb llm show",
+            )
+        return LLMError(
+            f"The LLM call failed: {redact(f'{type(exc).__name__}: {exc}', self._key)}",
+            "check the endpoint: zocrates-nb llm show",
+        )
 
 
 def _is_transport_error(exc: BaseException) -> bool:
     """A network failure raised outside the client's own wrapping (e.g. mid-stream by httpx)."""
-    return type(exc).__module__.split(".")[0] in ("httpx", "httpcore") or isinstance(exc, (ConnectionError, TimeoutError))
+    return type(exc).__module__.split(".")[0] in ("httpx", "httpcore") or isinstance(
+        exc, (ConnectionError, TimeoutError)
+    )
 
 
 def _retry_after_seconds(exc: Exception) -> float | None:

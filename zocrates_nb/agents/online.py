@@ -9,8 +9,9 @@ instructions.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..protocols import ChatClient
 from .online_clients import Candidate, normalize_doi, normalize_title
@@ -27,7 +28,7 @@ class LibraryIdentity:
     titles: set[str] = field(default_factory=set)
 
     @classmethod
-    def from_tools(cls, tools: Any, extra: Iterable[dict] = ()) -> "LibraryIdentity":
+    def from_tools(cls, tools: Any, extra: Iterable[dict] = ()) -> LibraryIdentity:
         """The held papers kept by sync (corpus/held_papers.py) plus this turn's evidence.
 
         A data directory not synced since that table existed falls back to reading every paper manifest.
@@ -57,8 +58,9 @@ class LibraryIdentity:
             self.titles.add(normalize_title(title))
 
     def holds(self, candidate: Candidate) -> bool:
-        return (candidate.doi is not None and candidate.doi in self.dois) or \
-            normalize_title(candidate.title) in self.titles
+        return (candidate.doi is not None and candidate.doi in self.dois) or normalize_title(
+            candidate.title
+        ) in self.titles
 
 
 @dataclass
@@ -71,8 +73,11 @@ class OnlineResult:
 
 def candidate_block(number: int, candidate: Candidate, boundary: str) -> str:
     ident = f"DOI {candidate.doi}" if candidate.doi else (f"arXiv {candidate.arxiv_id}" if candidate.arxiv_id else "")
-    meta = "; ".join(x for x in (", ".join(candidate.authors[:4]), str(candidate.year or "n.d."), ident,
-                                 f"source {candidate.source}") if x)
+    meta = "; ".join(
+        x
+        for x in (", ".join(candidate.authors[:4]), str(candidate.year or "n.d."), ident, f"source {candidate.source}")
+        if x
+    )
     body = f"Title: {candidate.title}\n{meta}\nAbstract: {(candidate.abstract or 'none given')[:MAX_ABSTRACT_CHARS]}"
     return f"Candidate {number}:\n" + wrap_evidence(body, boundary, label=f"candidate={number}")
 
@@ -86,18 +91,33 @@ class OnlineSynthesizer:
     def messages(self, question: str, candidates: list[Candidate], profile_context: str) -> list[dict]:
         blocks = "\n\n".join(candidate_block(i, c, self.boundary) for i, c in enumerate(candidates, 1))
         user = f"{evidence_preamble(self.boundary)}\n\n{blocks}\n\nThe researcher asked: {question}"
-        return [{"role": "system", "content": system_prompt("online_synthesizer", profile_context)},
-                {"role": "user", "content": user}]
+        return [
+            {"role": "system", "content": system_prompt("online_synthesizer", profile_context)},
+            {"role": "user", "content": user},
+        ]
 
-    def run(self, question: str, query: str, identity: LibraryIdentity, profile_context: str, *,
-            profile_tokens: int = 0, stream_cb: Callable[[str], None] | None = None) -> OnlineResult:
+    def run(
+        self,
+        question: str,
+        query: str,
+        identity: LibraryIdentity,
+        profile_context: str,
+        *,
+        profile_tokens: int = 0,
+        stream_cb: Callable[[str], None] | None = None,
+    ) -> OnlineResult:
         found = self.search.search(query or question, limit=self.limit * 2)
         fresh = [c for c in found if not identity.holds(c)][: self.limit]
         skipped = len(found) - len([c for c in found if not identity.holds(c)])
         if not fresh:
-            text = (f"No new papers found online for “{query or question}”"
-                    + (f" ({skipped} matches are already in your library)." if skipped else "."))
+            text = f"No new papers found online for “{query or question}”" + (
+                f" ({skipped} matches are already in your library)." if skipped else "."
+            )
             return OnlineResult(text, [], skipped)
-        reply = self.llm.chat("online_synthesizer", self.messages(question, fresh, profile_context),
-                              stream_cb=stream_cb, profile_tokens=profile_tokens)
+        reply = self.llm.chat(
+            "online_synthesizer",
+            self.messages(question, fresh, profile_context),
+            stream_cb=stream_cb,
+            profile_tokens=profile_tokens,
+        )
         return OnlineResult(reply.content, fresh, skipped, reply)

@@ -37,21 +37,33 @@ class Candidate:
     doi: str | None = None
     abstract: str | None = None
     url: str | None = None
-    source: str = "openalex"          # "openalex" | "arxiv"
+    source: str = "openalex"  # "openalex" | "arxiv"
     arxiv_id: str | None = None
     cited_by: int | None = None
 
     @property
     def citation(self) -> str:
         first = self.authors[0].split()[-1] if self.authors else "Anon."
-        who = first if len(self.authors) <= 1 else (
-            f"{first} & {self.authors[1].split()[-1]}" if len(self.authors) == 2 else f"{first} et al.")
+        who = (
+            first
+            if len(self.authors) <= 1
+            else (f"{first} & {self.authors[1].split()[-1]}" if len(self.authors) == 2 else f"{first} et al.")
+        )
         return f"{who}, {self.year}" if self.year else who
 
     def to_json(self) -> dict:
-        return {"title": self.title, "authors": list(self.authors), "year": self.year, "doi": self.doi,
-                "abstract": self.abstract, "url": self.url, "source": self.source, "arxiv_id": self.arxiv_id,
-                "cited_by": self.cited_by, "citation": self.citation}
+        return {
+            "title": self.title,
+            "authors": list(self.authors),
+            "year": self.year,
+            "doi": self.doi,
+            "abstract": self.abstract,
+            "url": self.url,
+            "source": self.source,
+            "arxiv_id": self.arxiv_id,
+            "cited_by": self.cited_by,
+            "citation": self.citation,
+        }
 
 
 def normalize_doi(doi: str | None) -> str | None:
@@ -81,31 +93,41 @@ class ScholarlySearch:
 
     openalex_url: str = OPENALEX_URL
     arxiv_url: str | None = ARXIV_URL
-    mailto: str | None = None         # OpenAlex's "polite pool" contact, if the user gives one
+    mailto: str | None = None  # OpenAlex's "polite pool" contact, if the user gives one
     timeout_s: float = 15.0
     _client: httpx.Client | None = field(default=None, repr=False)
 
     @classmethod
-    def from_config(cls, config: dict) -> "ScholarlySearch":
+    def from_config(cls, config: dict) -> ScholarlySearch:
         online = config.get("online") or {}
-        return cls(openalex_url=online.get("openalex_url") or OPENALEX_URL,
-                   arxiv_url=online.get("arxiv_url", ARXIV_URL), mailto=online.get("mailto"))
+        return cls(
+            openalex_url=online.get("openalex_url") or OPENALEX_URL,
+            arxiv_url=online.get("arxiv_url", ARXIV_URL),
+            mailto=online.get("mailto"),
+        )
 
     def client(self) -> httpx.Client:
         if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout_s, follow_redirects=True,
-                                        headers={"User-Agent": "zocrates-nb (research workbench)"})
+            self._client = httpx.Client(
+                timeout=self.timeout_s,
+                follow_redirects=True,
+                headers={"User-Agent": "zocrates-nb (research workbench)"},
+            )
         return self._client
 
     def _get(self, service: str, url: str, params: dict) -> httpx.Response:
         try:
             response = self.client().get(url, params=params)
         except httpx.HTTPError as exc:
-            raise OnlineSearchError(f"Cannot reach {service} at {url} ({type(exc).__name__}).",
-                                    "check the network connection; library answers still work offline") from exc
+            raise OnlineSearchError(
+                f"Cannot reach {service} at {url} ({type(exc).__name__}).",
+                "check the network connection; library answers still work offline",
+            ) from exc
         if response.status_code != 200:
-            raise OnlineSearchError(f"{service} answered {response.status_code} for {response.url}.",
-                                    "try again later; if it persists the service may have changed its API")
+            raise OnlineSearchError(
+                f"{service} answered {response.status_code} for {response.url}.",
+                "try again later; if it persists the service may have changed its API",
+            )
         return response
 
     def search_openalex(self, query: str, limit: int = 10) -> list[Candidate]:
@@ -124,11 +146,18 @@ class ScholarlySearch:
                 continue
             authors = tuple(a.get("author", {}).get("display_name") or "" for a in work.get("authorships") or [])
             location = work.get("primary_location") or {}
-            out.append(Candidate(title=title.strip(), authors=tuple(a for a in authors if a),
-                                 year=work.get("publication_year"), doi=normalize_doi(work.get("doi")),
-                                 abstract=abstract_from_inverted_index(work.get("abstract_inverted_index")),
-                                 url=location.get("landing_page_url") or work.get("doi") or work.get("id"),
-                                 source="openalex", cited_by=work.get("cited_by_count")))
+            out.append(
+                Candidate(
+                    title=title.strip(),
+                    authors=tuple(a for a in authors if a),
+                    year=work.get("publication_year"),
+                    doi=normalize_doi(work.get("doi")),
+                    abstract=abstract_from_inverted_index(work.get("abstract_inverted_index")),
+                    url=location.get("landing_page_url") or work.get("doi") or work.get("id"),
+                    source="openalex",
+                    cited_by=work.get("cited_by_count"),
+                )
+            )
         return out
 
     def search_arxiv(self, query: str, limit: int = 10) -> list[Candidate]:
@@ -147,15 +176,20 @@ class ScholarlySearch:
                 continue
             entry_id = (entry.findtext(f"{_ATOM}id") or "").strip()
             published = entry.findtext(f"{_ATOM}published") or ""
-            out.append(Candidate(
-                title=title,
-                authors=tuple(" ".join((a.findtext(f"{_ATOM}name") or "").split())
-                              for a in entry.findall(f"{_ATOM}author")),
-                year=int(published[:4]) if published[:4].isdigit() else None,
-                doi=normalize_doi(entry.findtext(f"{_ARXIV}doi")),
-                abstract=" ".join((entry.findtext(f"{_ATOM}summary") or "").split()) or None,
-                url=entry_id or None, source="arxiv",
-                arxiv_id=entry_id.rsplit("/abs/", 1)[-1] if "/abs/" in entry_id else None))
+            out.append(
+                Candidate(
+                    title=title,
+                    authors=tuple(
+                        " ".join((a.findtext(f"{_ATOM}name") or "").split()) for a in entry.findall(f"{_ATOM}author")
+                    ),
+                    year=int(published[:4]) if published[:4].isdigit() else None,
+                    doi=normalize_doi(entry.findtext(f"{_ARXIV}doi")),
+                    abstract=" ".join((entry.findtext(f"{_ATOM}summary") or "").split()) or None,
+                    url=entry_id or None,
+                    source="arxiv",
+                    arxiv_id=entry_id.rsplit("/abs/", 1)[-1] if "/abs/" in entry_id else None,
+                )
+            )
         return out
 
     def search(self, query: str, limit: int = 10) -> list[Candidate]:
@@ -181,8 +215,9 @@ def dedupe_candidates(candidates: list[Candidate]) -> list[Candidate]:
     seen: set[str] = set()
     out = []
     for candidate in candidates:
-        marks = {m for m in (candidate.doi and f"doi:{candidate.doi}",
-                             f"title:{normalize_title(candidate.title)}") if m}
+        marks = {
+            m for m in (candidate.doi and f"doi:{candidate.doi}", f"title:{normalize_title(candidate.title)}") if m
+        }
         if marks & seen:
             continue
         seen |= marks

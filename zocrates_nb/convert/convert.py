@@ -46,11 +46,19 @@ class ConvertedNote:
     def manifest_fields(self, content_type: str = "text/note") -> dict[str, Any]:
         """The OKF v0.2 manifest fields that conversion alone determines (the corpus adds
         key, parent, collections and ``converted_at``); what ``zocrates-nb convert --json`` prints."""
-        return {"okf_version": "0.2", "content_type": content_type,
-                "item_type": "note" if content_type == "text/note" else None, "title": self.title,
-                "abstract": self.abstract, "abstract_source": self.abstract_source,
-                "source_hash": self.source_hash, "word_count": self.word_count, "toc": self.toc,
-                "converter_version": CONVERTER_VERSION, "warnings": list(self.warnings)}
+        return {
+            "okf_version": "0.2",
+            "content_type": content_type,
+            "item_type": "note" if content_type == "text/note" else None,
+            "title": self.title,
+            "abstract": self.abstract,
+            "abstract_source": self.abstract_source,
+            "source_hash": self.source_hash,
+            "word_count": self.word_count,
+            "toc": self.toc,
+            "converter_version": CONVERTER_VERSION,
+            "warnings": list(self.warnings),
+        }
 
 
 def sha256_text(text: str | bytes) -> str:
@@ -64,24 +72,30 @@ def decode_html(html: str | bytes | bytearray | memoryview) -> tuple[str, list[s
     if isinstance(html, str):
         from ..textnorm import without_surrogates
 
-        fixed = without_surrogates(html)     # lone surrogates (a JSON "\\ud800") would crash the parser
+        fixed = without_surrogates(html)  # lone surrogates (a JSON "\\ud800") would crash the parser
         return fixed, ([] if fixed is html else ["invalid Unicode (lone surrogates) replaced with U+FFFD"])
     if isinstance(html, (bytearray, memoryview)):
         html = bytes(html)
     if not isinstance(html, bytes):
-        raise ConversionError(f"A note's HTML must be text, got {type(html).__name__}.",
-                              "Check the library source: the note body is not a string.")
+        raise ConversionError(
+            f"A note's HTML must be text, got {type(html).__name__}.",
+            "Check the library source: the note body is not a string.",
+        )
     if html.startswith((b"\xff\xfe", b"\xfe\xff")):
         return html.decode("utf-16", "replace"), ["the note was UTF-16 encoded; decoded"]
     if b"\x00" in html[:8192]:
-        raise ConversionError("The note body is binary data, not HTML text.",
-                              "Open the note in Zotero and check its content; it was left untouched.")
+        raise ConversionError(
+            "The note body is binary data, not HTML text.",
+            "Open the note in Zotero and check its content; it was left untouched.",
+        )
     try:
         return html.decode("utf-8"), []
     except UnicodeDecodeError as err:
         text = html.decode("utf-8", "replace")
-        return text, [f"the note is not valid UTF-8 (first bad byte at offset {err.start}); "
-                      "undecodable bytes were replaced with �"]
+        return text, [
+            f"the note is not valid UTF-8 (first bad byte at offset {err.start}); "
+            "undecodable bytes were replaced with �"
+        ]
 
 
 def _fallback_title(markdown: str) -> str:
@@ -111,15 +125,32 @@ def convert_note(html: str | bytes) -> ConvertedNote:
     warnings.extend(more)
     title = note_title(text) or _fallback_title(markdown)
     abstract, abstract_source = extractive_summary(markdown)
-    return ConvertedNote(markdown=markdown, title=title, toc=build_toc(markdown), abstract=abstract,
-                         abstract_source=abstract_source, word_count=count_words(markdown),
-                         source_hash=source_hash, warnings=tuple(warnings))
+    return ConvertedNote(
+        markdown=markdown,
+        title=title,
+        toc=build_toc(markdown),
+        abstract=abstract,
+        abstract_source=abstract_source,
+        word_count=count_words(markdown),
+        source_hash=source_hash,
+        warnings=tuple(warnings),
+    )
 
 
 def paper_source_hash(paper: Paper) -> str:
     """SHA-256 over every paper field that reaches its bundle (staleness for papers)."""
-    record = [paper.key, paper.title, paper.item_type, list(paper.creators), paper.year, paper.date,
-              paper.doi, paper.publication, paper.abstract, list(paper.collections)]
+    record = [
+        paper.key,
+        paper.title,
+        paper.item_type,
+        list(paper.creators),
+        paper.year,
+        paper.date,
+        paper.doi,
+        paper.publication,
+        paper.abstract,
+        list(paper.collections),
+    ]
     digest = hashlib.sha256(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     digest.update((paper.fulltext or "").encode("utf-8", "surrogatepass"))
@@ -163,6 +194,13 @@ def convert_paper(paper: Paper) -> ConvertedNote:
     else:  # summarise the full text, not the metadata lines
         abstract, source = extractive_summary("\n\n".join((paper.fulltext or "").split("\n\n")))
     warnings = () if (paper.abstract or paper.fulltext) else ("the paper has no abstract or full text",)
-    return ConvertedNote(markdown=markdown, title=paper.title or "Untitled paper", toc=build_toc(markdown),
-                         abstract=abstract, abstract_source=source, word_count=count_words(markdown),
-                         source_hash=paper_source_hash(paper), warnings=warnings)
+    return ConvertedNote(
+        markdown=markdown,
+        title=paper.title or "Untitled paper",
+        toc=build_toc(markdown),
+        abstract=abstract,
+        abstract_source=source,
+        word_count=count_words(markdown),
+        source_hash=paper_source_hash(paper),
+        warnings=warnings,
+    )

@@ -57,7 +57,7 @@ def _extract_math(markdown: str) -> tuple[str, list[str], list[str]]:
         if stripped.startswith("$$"):
             end = _block_math_end(lines, i)
             if end is not None:
-                body = "\n".join(row.strip() for row in lines[i:end + 1])[2:-2]
+                body = "\n".join(row.strip() for row in lines[i : end + 1])[2:-2]
                 blocks.append(body.strip())
                 indent = line[: len(line) - len(line.lstrip())]
                 out.append(f"{indent}{_BLOCK_OPEN}{len(blocks) - 1}{_BLOCK_CLOSE}")
@@ -89,7 +89,7 @@ def _extract_inline(line: str, inline: list[str]) -> str:
 
     pieces, last = [], 0
     for code in _CODE_SPAN.finditer(line):
-        pieces.append(_replace_math(line[last:code.start()], hold))
+        pieces.append(_replace_math(line[last : code.start()], hold))
         pieces.append(code.group(0))
         last = code.end()
     pieces.append(_replace_math(line[last:], hold))
@@ -105,20 +105,25 @@ def markdown_to_note_body(markdown: str) -> str:
     """Markdown → HTML fragment (raw HTML in the Markdown is escaped, not passed through)."""
     text, inline, blocks = _extract_math(markdown)
     body = _md.render(text)
-    body = re.sub(_BLOCK_OPEN + r"(\d+)" + _BLOCK_CLOSE,
-                  lambda m: f'\ue004<pre class="math">$${escape_text(blocks[int(m.group(1))])}$$</pre>\ue005',
-                  body)
+    body = re.sub(
+        _BLOCK_OPEN + r"(\d+)" + _BLOCK_CLOSE,
+        lambda m: f'\ue004<pre class="math">$${escape_text(blocks[int(m.group(1))])}$$</pre>\ue005',
+        body,
+    )
     body = re.sub(r"<p>\ue004(.*?)\ue005</p>", r"\1", body, flags=re.S)
     body = body.replace("\ue004", "").replace("\ue005", "")
-    return re.sub(_INLINE_OPEN + r"(\d+)" + _INLINE_CLOSE,
-                  lambda m: f'<span class="math">{escape_text(inline[int(m.group(1))])}</span>', body)
+    return re.sub(
+        _INLINE_OPEN + r"(\d+)" + _INLINE_CLOSE,
+        lambda m: f'<span class="math">{escape_text(inline[int(m.group(1))])}</span>',
+        body,
+    )
 
 
 def _drop_leading_title(markdown: str, title: str) -> str:
     """Do not repeat the title when the body already starts with it as a level-1 heading."""
     match = re.match(r"\s*#\s+(.+?)\s*#*\s*(?:\n|$)", markdown)
     if match and " ".join(match.group(1).split()) == " ".join(title.split()):
-        return markdown[match.end():]
+        return markdown[match.end() :]
     return markdown
 
 

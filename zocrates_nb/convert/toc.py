@@ -78,10 +78,9 @@ def build_toc(markdown: str) -> list[dict[str, Any]]:
             used[base] += 1
             slug = f"{base}-{used[base]}"
         used.setdefault(slug, 0)
-        entries.append({"id": slug, "level": level, "title": title, "line_start": number,
-                        "line_end": last_line})
+        entries.append({"id": slug, "level": level, "title": title, "line_start": number, "line_end": last_line})
     for i, entry in enumerate(entries):
-        for later in entries[i + 1:]:
+        for later in entries[i + 1 :]:
             if later["level"] <= entry["level"]:
                 entry["line_end"] = max(entry["line_start"], later["line_start"] - 1)
                 break
@@ -96,4 +95,4 @@ def build_toc(markdown: str) -> list[dict[str, Any]]:
 def section_lines(markdown: str, entry: dict[str, Any]) -> str:
     """The text of one TOC entry's section (heading line included)."""
     lines = markdown.split("\n")
-    return "\n".join(lines[entry["line_start"] - 1: entry["line_end"]]) + "\n"
+    return "\n".join(lines[entry["line_start"] - 1 : entry["line_end"]]) + "\n"

@@ -45,26 +45,40 @@ class BundleError(ZocratesError):
 def note_manifest(note, converted, context: dict, converted_at: str) -> dict:
     """The OKF v0.2 manifest of a note bundle (fields as in docs/contracts.md)."""
     manifest = _base_manifest(converted, context, converted_at)
-    manifest.update(key=note.key, content_type="text/note", item_type="note",
-                    version=note.version, date_modified=note.date_modified)
+    manifest.update(
+        key=note.key, content_type="text/note", item_type="note", version=note.version, date_modified=note.date_modified
+    )
     return manifest
 
 
 def paper_manifest(paper, converted, context: dict, converted_at: str) -> dict:
     """The OKF v0.2 manifest of a paper bundle: the note fields plus creators, year, DOI, citation."""
     manifest = _base_manifest(converted, context, converted_at)
-    manifest.update(key=paper.key, content_type="text/paper", item_type=paper.item_type,
-                    creators=list(paper.creators), year=paper.year, doi=paper.doi, citation=paper.citation,
-                    publication=paper.publication, date=paper.date, version=paper.version,
-                    date_modified=paper.date_modified)
+    manifest.update(
+        key=paper.key,
+        content_type="text/paper",
+        item_type=paper.item_type,
+        creators=list(paper.creators),
+        year=paper.year,
+        doi=paper.doi,
+        citation=paper.citation,
+        publication=paper.publication,
+        date=paper.date,
+        version=paper.version,
+        date_modified=paper.date_modified,
+    )
     return manifest
 
 
 def _base_manifest(converted, context: dict, converted_at: str) -> dict:
     manifest = converted.manifest_fields()
-    manifest.update(parent_key=context.get("parent_key"), parent_title=context.get("parent_title"),
-                    collections=context["collections"], collection_keys=context["collection_keys"],
-                    converted_at=converted_at)
+    manifest.update(
+        parent_key=context.get("parent_key"),
+        parent_title=context.get("parent_title"),
+        collections=context["collections"],
+        collection_keys=context["collection_keys"],
+        converted_at=converted_at,
+    )
     if context.get("parent_creators") or context.get("parent_year"):
         manifest.update(parent_creators=context.get("parent_creators") or [], parent_year=context.get("parent_year"))
     return manifest
@@ -135,14 +149,14 @@ class PreparedBundle:
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
 
 
-def prepare_bundle(corpus_dir: Path, key: str, manifest: dict, markdown: str, *,
-                   durable: bool = True) -> PreparedBundle:
+def prepare_bundle(
+    corpus_dir: Path, key: str, manifest: dict, markdown: str, *, durable: bool = True
+) -> PreparedBundle:
     """Write a bundle into ``corpus/.tmp-<key>-<random>/`` (fsynced when ``durable``)."""
     _check_key(key)
     corpus_dir = Path(corpus_dir)
     corpus_dir.mkdir(parents=True, exist_ok=True)
-    manifest = {**manifest, "key": key, "okf_version": OKF_VERSION,
-                "content_sha256": content_sha256(markdown)}
+    manifest = {**manifest, "key": key, "okf_version": OKF_VERSION, "content_sha256": content_sha256(markdown)}
     tmp = corpus_dir / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
@@ -241,26 +255,31 @@ def read_bundle(bundle_dir: Path) -> tuple[dict, str]:
         markdown = raw_content.decode("utf-8", "surrogatepass")
         expected = manifest.get("content_sha256")
         if expected and expected != content_sha256(markdown):
-            raise BundleError(f"bundle {bundle_dir.name}: content.md does not match okf.json",
-                              "Run `zocrates-nb sync --verify` to re-materialise it.")
+            raise BundleError(
+                f"bundle {bundle_dir.name}: content.md does not match okf.json",
+                "Run `zocrates-nb sync --verify` to re-materialise it.",
+            )
         return manifest, markdown
 
     try:
-        return _across_swaps(read, (FileNotFoundError, NotADirectoryError, json.JSONDecodeError,
-                                    UnicodeDecodeError, BundleError))
+        return _across_swaps(
+            read, (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError, BundleError)
+        )
     except BundleError:
         raise
     except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise NotFoundError(f"No complete bundle at {bundle_dir}.",
-                            "Run `zocrates-nb sync` to (re)build the corpus.") from err
+        raise NotFoundError(
+            f"No complete bundle at {bundle_dir}.", "Run `zocrates-nb sync` to (re)build the corpus."
+        ) from err
 
 
 def read_manifest(bundle_dir: Path) -> dict:
     """The bundle's ``okf.json`` (retrying briefly across a concurrent swap)."""
     path = Path(bundle_dir) / MANIFEST
     try:
-        return _across_swaps(lambda: json.loads(path.read_bytes()),
-                             (FileNotFoundError, NotADirectoryError, json.JSONDecodeError))
+        return _across_swaps(
+            lambda: json.loads(path.read_bytes()), (FileNotFoundError, NotADirectoryError, json.JSONDecodeError)
+        )
     except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError) as err:
         raise NotFoundError(f"No manifest at {path}.", "Run `zocrates-nb sync` to (re)build the corpus.") from err
 

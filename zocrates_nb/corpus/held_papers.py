@@ -33,8 +33,11 @@ def _ensure(conn: sqlite3.Connection) -> None:
 def record(conn: sqlite3.Connection, key: str, doi: str | None, title: str | None) -> None:
     """Inside the corpus's write transaction: this paper is held (insert or update)."""
     _ensure(conn)
-    conn.execute("INSERT INTO held_papers (key, doi, title) VALUES (?, ?, ?) "
-                 "ON CONFLICT(key) DO UPDATE SET doi = excluded.doi, title = excluded.title", (key, doi, title))
+    conn.execute(
+        "INSERT INTO held_papers (key, doi, title) VALUES (?, ?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET doi = excluded.doi, title = excluded.title",
+        (key, doi, title),
+    )
 
 
 def forget(conn: sqlite3.Connection, key: str) -> None:
@@ -43,8 +46,7 @@ def forget(conn: sqlite3.Connection, key: str) -> None:
     conn.execute("DELETE FROM held_papers WHERE key = ?", (key,))
 
 
-def ensure_complete(conn: sqlite3.Connection, paper_keys: Iterable[str],
-                    manifest_of: Callable[[str], dict]) -> int:
+def ensure_complete(conn: sqlite3.Connection, paper_keys: Iterable[str], manifest_of: Callable[[str], dict]) -> int:
     """Backfill the table from the manifests once (a data directory older than the table).
 
     Returns how many papers were backfilled (0 when the table was already complete).
@@ -70,7 +72,7 @@ def load(db_path: Path) -> list[tuple[str | None, str | None]] | None:
         if not conn.execute("SELECT complete FROM held_papers_state").fetchone():
             return None
         return [(doi, title) for doi, title in conn.execute("SELECT doi, title FROM held_papers")]
-    except sqlite3.OperationalError:          # no such table: a data directory not synced since
+    except sqlite3.OperationalError:  # no such table: a data directory not synced since
         return None
     finally:
         conn.close()

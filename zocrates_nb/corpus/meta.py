@@ -79,8 +79,8 @@ class MetaDB:
     def __init__(self, path: Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()       # guards the writer connection (and its transaction)
-        self._read_lock = threading.Lock()   # guards the reader connection
+        self._lock = threading.RLock()  # guards the writer connection (and its transaction)
+        self._read_lock = threading.Lock()  # guards the reader connection
         self._depth = 0
         try:
             self.conn = self._connect(busy_timeout_ms)
@@ -94,13 +94,20 @@ class MetaDB:
             # for (or see the uncommitted half of) a sync running on the writer connection
             self._reader = self._connect(busy_timeout_ms)
         except sqlite3.DatabaseError as err:
-            raise IndexCorruptError(f"{self.path.name} could not be opened: {err}",
-                                    "Run `zocrates-nb doctor --repair`: it moves the damaged file aside and "
-                                    "re-creates it from the bundles (your Zotero library is not touched).") from err
+            raise IndexCorruptError(
+                f"{self.path.name} could not be opened: {err}",
+                "Run `zocrates-nb doctor --repair`: it moves the damaged file aside and "
+                "re-creates it from the bundles (your Zotero library is not touched).",
+            ) from err
 
     def _connect(self, busy_timeout_ms: int) -> sqlite3.Connection:
-        conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False,
-                               timeout=busy_timeout_ms / 1000, cached_statements=256)
+        conn = sqlite3.connect(
+            str(self.path),
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=busy_timeout_ms / 1000,
+            cached_statements=256,
+        )
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         return conn
 
@@ -141,12 +148,16 @@ class MetaDB:
         with self._read_lock:
             row = self._reader.execute(
                 "SELECT key, kind, source_hash, converter_version, bundle_path, title, parent_key, "
-                "updated_at, context_hash, collections FROM documents WHERE key = ?", (key,)).fetchone()
+                "updated_at, context_hash, collections FROM documents WHERE key = ?",
+                (key,),
+            ).fetchone()
         return _row(row) if row else None
 
     def rows(self, kind: str | None = None) -> list[MetaRow]:
-        sql = ("SELECT key, kind, source_hash, converter_version, bundle_path, title, parent_key, "
-               "updated_at, context_hash, collections FROM documents")
+        sql = (
+            "SELECT key, kind, source_hash, converter_version, bundle_path, title, parent_key, "
+            "updated_at, context_hash, collections FROM documents"
+        )
         with self._read_lock:
             if kind:
                 found = self._reader.execute(sql + " WHERE kind = ? ORDER BY key", (kind,)).fetchall()
@@ -158,7 +169,8 @@ class MetaDB:
         """key → (kind, source_hash, converter_version, context_hash) for every document (sync's diff)."""
         with self._read_lock:
             found = self._reader.execute(
-                "SELECT key, kind, source_hash, converter_version, context_hash FROM documents").fetchall()
+                "SELECT key, kind, source_hash, converter_version, context_hash FROM documents"
+            ).fetchall()
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in found}
 
     def keys(self, kind: str | None = None) -> list[str]:
@@ -178,8 +190,7 @@ class MetaDB:
     # -- writes (call inside write()) -------------------------------------
     def upsert(self, conn: sqlite3.Connection, row: MetaRow) -> None:
         """Insert or update (UPSERT, never INSERT OR REPLACE: that skips FTS delete triggers)."""
-        conn.execute(_UPSERT, {**row.__dict__, "collections": json.dumps(list(row.collections),
-                                                                         ensure_ascii=False)})
+        conn.execute(_UPSERT, {**row.__dict__, "collections": json.dumps(list(row.collections), ensure_ascii=False)})
 
     def delete(self, conn: sqlite3.Connection, key: str) -> None:
         conn.execute("DELETE FROM documents WHERE key = ?", (key,))
@@ -199,6 +210,15 @@ def _statements(script: str) -> list[str]:
 
 
 def _row(row: tuple) -> MetaRow:
-    return MetaRow(key=row[0], kind=row[1], source_hash=row[2], converter_version=row[3],
-                       bundle_path=row[4], title=row[5], parent_key=row[6], updated_at=row[7],
-                       context_hash=row[8], collections=tuple(json.loads(row[9] or "[]")))
+    return MetaRow(
+        key=row[0],
+        kind=row[1],
+        source_hash=row[2],
+        converter_version=row[3],
+        bundle_path=row[4],
+        title=row[5],
+        parent_key=row[6],
+        updated_at=row[7],
+        context_hash=row[8],
+        collections=tuple(json.loads(row[9] or "[]")),
+    )

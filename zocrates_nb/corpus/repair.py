@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NotFoundError, ZocratesError
-from ..protocols import EventSink, NullEventSink
 from ..locks import corpus_lock
+from ..protocols import EventSink, NullEventSink
 from .bundle import CONTENT, MANIFEST, read_bundle, remove_bundle
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,7 @@ _SIDE_FILES = ("-wal", "-shm")
 
 
 # ----------------------------------------------------------------------------- meta db
+
 
 def meta_db_problem(path: Path) -> str | None:
     """``None`` when ``path`` is absent or passes ``PRAGMA quick_check``; else what is wrong."""
@@ -49,7 +50,7 @@ def meta_db_problem(path: Path) -> str | None:
         rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc).lower() or "busy" in str(exc).lower():
-            return None                          # another process is writing: not damage
+            return None  # another process is writing: not damage
         return f"is damaged: {exc}"
     except sqlite3.DatabaseError as exc:
         return f"is damaged: {exc}"
@@ -73,8 +74,7 @@ def move_aside(path: Path) -> Path:
 def damaged_copies(path: Path) -> list[Path]:
     """Damaged files moved aside earlier (newest last)."""
     path = Path(path)
-    return sorted(p for p in path.parent.glob(f"{path.name}{DAMAGED_SUFFIX}*")
-                  if not p.name.endswith(_SIDE_FILES))
+    return sorted(p for p in path.parent.glob(f"{path.name}{DAMAGED_SUFFIX}*") if not p.name.endswith(_SIDE_FILES))
 
 
 def heal_meta_db(paths: Any, events: EventSink = _NO_EVENTS) -> str | None:
@@ -120,16 +120,31 @@ def _row_from_manifest(corpus: Any, manifest: dict) -> Any:
 
     key = manifest["key"]
     kind = "note" if manifest.get("content_type") == "text/note" else "paper"
-    context = ({"parent_key": manifest.get("parent_key"), "parent_title": manifest.get("parent_title"),
-                "collection_keys": list(manifest.get("collection_keys") or []),
-                "collections": list(manifest.get("collections") or [])} if kind == "note" else
-               {"collection_keys": list(manifest.get("collection_keys") or []),
-                "collections": list(manifest.get("collections") or [])})
-    return MetaRow(key=key, kind=kind, source_hash=str(manifest["source_hash"]),
-                       converter_version=str(manifest.get("converter_version") or ""),
-                       bundle_path=f"{corpus.corpus_dir.name}/{key}", title=manifest.get("title"),
-                       parent_key=manifest.get("parent_key"), updated_at=manifest.get("converted_at"),
-                       context_hash=hash_context(context), collections=tuple(manifest.get("collections") or ()))
+    context = (
+        {
+            "parent_key": manifest.get("parent_key"),
+            "parent_title": manifest.get("parent_title"),
+            "collection_keys": list(manifest.get("collection_keys") or []),
+            "collections": list(manifest.get("collections") or []),
+        }
+        if kind == "note"
+        else {
+            "collection_keys": list(manifest.get("collection_keys") or []),
+            "collections": list(manifest.get("collections") or []),
+        }
+    )
+    return MetaRow(
+        key=key,
+        kind=kind,
+        source_hash=str(manifest["source_hash"]),
+        converter_version=str(manifest.get("converter_version") or ""),
+        bundle_path=f"{corpus.corpus_dir.name}/{key}",
+        title=manifest.get("title"),
+        parent_key=manifest.get("parent_key"),
+        updated_at=manifest.get("converted_at"),
+        context_hash=hash_context(context),
+        collections=tuple(manifest.get("collections") or ()),
+    )
 
 
 def hash_context(context: dict) -> str:
@@ -138,6 +153,7 @@ def hash_context(context: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- bundles
+
 
 def bundle_problem(bundle_dir: Path, key: str, *, verify: bool) -> str | None:
     """Why a bundle cannot be trusted, or None. Without ``verify`` only ``stat`` calls (cheap)."""
@@ -171,16 +187,17 @@ def damaged_bundles(corpus_dir: Path, keys: Iterable[str], *, verify: bool) -> d
 
 # ----------------------------------------------------------------------------- index consistency
 
+
 @dataclass
 class Consistency:
     """What disagrees between meta rows, bundles, FTS documents and vectors."""
 
-    missing_in_index: set[str] = field(default_factory=set)    # meta row, no FTS document
-    extra_in_index: set[str] = field(default_factory=set)      # FTS document, no meta row
-    extra_bundles: set[str] = field(default_factory=set)       # bundle dir, no meta row
+    missing_in_index: set[str] = field(default_factory=set)  # meta row, no FTS document
+    extra_in_index: set[str] = field(default_factory=set)  # FTS document, no meta row
+    extra_bundles: set[str] = field(default_factory=set)  # bundle dir, no meta row
     damaged_bundles: dict[str, str] = field(default_factory=dict)
     chunks: int = 0
-    vectors: int | None = None                                  # None: not checked
+    vectors: int | None = None  # None: not checked
 
     @property
     def vectors_differ(self) -> bool:
@@ -188,13 +205,24 @@ class Consistency:
 
     @property
     def ok(self) -> bool:
-        return not (self.missing_in_index or self.extra_in_index or self.extra_bundles
-                    or self.damaged_bundles or self.vectors_differ)
+        return not (
+            self.missing_in_index
+            or self.extra_in_index
+            or self.extra_bundles
+            or self.damaged_bundles
+            or self.vectors_differ
+        )
 
     def to_dict(self) -> dict:
-        return {"missing_in_index": sorted(self.missing_in_index), "extra_in_index": sorted(self.extra_in_index),
-                "extra_bundles": sorted(self.extra_bundles), "damaged_bundles": dict(self.damaged_bundles),
-                "chunks": self.chunks, "vectors": self.vectors, "ok": self.ok}
+        return {
+            "missing_in_index": sorted(self.missing_in_index),
+            "extra_in_index": sorted(self.extra_in_index),
+            "extra_bundles": sorted(self.extra_bundles),
+            "damaged_bundles": dict(self.damaged_bundles),
+            "chunks": self.chunks,
+            "vectors": self.vectors,
+            "ok": self.ok,
+        }
 
 
 def check_consistency(corpus: Any, indexer: Any, *, verify: bool = False, vectors: bool = False) -> Consistency:
@@ -233,7 +261,7 @@ def drop_orphans(corpus: Any, indexer: Any, found: Consistency) -> list[str]:
     for key in sorted(found.extra_bundles):
         try:
             remove_bundle(corpus.corpus_dir, key)
-        except ValueError:                       # not a key-shaped folder: leave the user's folder alone
+        except ValueError:  # not a key-shaped folder: leave the user's folder alone
             continue
         done.append(f"removed bundle {key} (not in the corpus)")
     resuming = bool(getattr(indexer, "fill_interrupted", lambda: False)())  # the resumed fill embeds them
@@ -253,7 +281,7 @@ def rebuild_and_repair(corpus: Any, indexer: Any, progress: Any = None) -> dict[
             try:
                 corpus._rematerialize_now(key)
                 repaired.append(key)
-            except NotFoundError:                # no longer in the library: the bundle goes
+            except NotFoundError:  # no longer in the library: the bundle goes
                 remove_bundle(corpus.corpus_dir, key)
                 with corpus.meta.write() as conn:
                     indexer.unstage(conn, key)

@@ -33,8 +33,8 @@ from ..convert.convert import (
     sha256_text,
 )
 from ..errors import ConversionError, NotFoundError
-from ..protocols import NullEventSink
 from ..locks import corpus_lock
+from ..protocols import NullEventSink
 from . import held_papers
 from .bundle import (
     MANIFEST,

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ def _utc_now_iso() -> str:
     with _ts_lock:
         now_us = max(time.time_ns() // 1000, _last_ts_us + 1)
         _last_ts_us = now_us
-    stamp = datetime.fromtimestamp(now_us // 1_000_000, tz=timezone.utc).replace(microsecond=now_us % 1_000_000)
+    stamp = datetime.fromtimestamp(now_us // 1_000_000, tz=UTC).replace(microsecond=now_us % 1_000_000)
     return stamp.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
@@ -75,7 +75,7 @@ class EventLog:
         """This process's segment (a forked child gets its own, by pid)."""
         return self.directory / f"events-{_HOST}-{os.getpid()}-{_PROCESS_START}.jsonl"
 
-    def with_session(self, session: str | None = None) -> "EventLog":
+    def with_session(self, session: str | None = None) -> EventLog:
         """Same directory, another session (e.g. one per chat)."""
         return EventLog(self.directory, session)
 
@@ -103,9 +103,14 @@ class EventLog:
         except Exception as exc:  # noqa: BLE001 — diagnostics must not break the caller; warned below
             if not self._warned:
                 self._warned = True
-                log.warning("zocrates_nb diagnostics: could not record a %r event in %s (%s: %s); "
-                            "further failures of this log are not reported.", kind, self.directory,
-                            exc.__class__.__name__, exc)
+                log.warning(
+                    "zocrates_nb diagnostics: could not record a %r event in %s (%s: %s); "
+                    "further failures of this log are not reported.",
+                    kind,
+                    self.directory,
+                    exc.__class__.__name__,
+                    exc,
+                )
 
     @contextmanager
     def timed(self, kind: str, **fields: Any) -> Iterator[dict[str, Any]]:
@@ -130,7 +135,7 @@ class NullEventLog(EventLog):
     def __repr__(self) -> str:
         return f"NullEventLog(session={self.session!r})"
 
-    def with_session(self, session: str | None = None) -> "NullEventLog":
+    def with_session(self, session: str | None = None) -> NullEventLog:
         return NullEventLog(None, session)
 
     def emit(self, kind: str, **fields: Any) -> None:

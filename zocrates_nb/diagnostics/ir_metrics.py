@@ -13,7 +13,7 @@ A *ranking* is an ordered sequence of document ids (best first, no duplicates);
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = ["ndcg_at_k", "recall_at_k", "mrr_at_k", "evaluate_run", "parse_metric"]
 
@@ -35,8 +35,7 @@ def ndcg_at_k(ranking: Sequence[str], relevance: Mapping[str, int], k: int = 10)
     ideal = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
     if ideal == 0:
         return 0.0
-    dcg = sum(max(relevance.get(doc, 0), 0) / math.log2(i + 2)
-              for i, doc in enumerate(_dedupe(ranking)[:k]))
+    dcg = sum(max(relevance.get(doc, 0), 0) / math.log2(i + 2) for i, doc in enumerate(_dedupe(ranking)[:k]))
     return dcg / ideal
 
 
@@ -67,8 +66,11 @@ def parse_metric(name: str) -> tuple[str, int]:
     return base, int(cutoff)
 
 
-def evaluate_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]],
-                 metrics: Sequence[str] = ("ndcg@10", "recall@100", "mrr@10")) -> dict[str, float]:
+def evaluate_run(
+    run: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    metrics: Sequence[str] = ("ndcg@10", "recall@100", "mrr@10"),
+) -> dict[str, float]:
     """Mean of each metric over the queries in ``qrels``.
 
     Every judged query counts: a query missing from ``run`` scores 0, so a

@@ -43,9 +43,12 @@ def plot_hit_rates(df: pd.DataFrame) -> Figure:
     modes = list(df["mode"])
     x = range(len(modes))
     width = 0.2
-    for offset, column, label in ((-1.5, "hit_rate", "read or cited"), (-0.5, "read_rate", "read"),
-                                  (0.5, "lexical_share", "results with lexical rank"),
-                                  (1.5, "dense_share", "results with dense rank")):
+    for offset, column, label in (
+        (-1.5, "hit_rate", "read or cited"),
+        (-0.5, "read_rate", "read"),
+        (0.5, "lexical_share", "results with lexical rank"),
+        (1.5, "dense_share", "results with dense rank"),
+    ):
         values = df[column].fillna(0).astype(float)
         ax.bar([i + offset * width for i in x], values, width, label=label)
     ax.set_xticks(list(x), modes)
@@ -66,9 +69,22 @@ def plot_token_costs(df: pd.DataFrame) -> Figure:
     y = range(len(labels))
     prompt_only = (df["prompt_tokens"] - df["profile_tokens"]).clip(lower=0).astype(float)
     ax.barh(list(y), df["profile_tokens"].astype(float), height=0.6, label="profile (in prompt)", color="#7c3aed")
-    ax.barh(list(y), prompt_only, height=0.6, left=df["profile_tokens"].astype(float), label="rest of prompt", color="#2563eb")
-    ax.barh(list(y), df["completion_tokens"].astype(float), height=0.6, left=df["prompt_tokens"].astype(float),
-            label="completion", color="#d97706")
+    ax.barh(
+        list(y),
+        prompt_only,
+        height=0.6,
+        left=df["profile_tokens"].astype(float),
+        label="rest of prompt",
+        color="#2563eb",
+    )
+    ax.barh(
+        list(y),
+        df["completion_tokens"].astype(float),
+        height=0.6,
+        left=df["prompt_tokens"].astype(float),
+        label="completion",
+        color="#d97706",
+    )
     ax.set_yticks(list(y), labels, fontsize=8)
     ax.set_xlabel("tokens")
     _legend(fig)
@@ -122,15 +138,19 @@ def plot_staleness(df: pd.DataFrame, limit: int = 25) -> Figure:
     changes (sync or read) are written beside each bar. The ``limit`` most-read documents
     are shown, so a big library stays legible.
     """
-    rows = df.sort_values(["reads", "hash_changes", "key"], ascending=[False, False, True]).head(limit) \
-        if not df.empty else df
+    rows = (
+        df.sort_values(["reads", "hash_changes", "key"], ascending=[False, False, True]).head(limit)
+        if not df.empty
+        else df
+    )
     shown = f" (top {len(rows)} of {len(df)})" if len(df) > len(rows) else ""
-    fig, ax = _figure(f"Reads per document: fast path vs re-materialised{shown}",
-                      height=max(2.4, 0.9 + 0.28 * len(rows)))
+    fig, ax = _figure(
+        f"Reads per document: fast path vs re-materialised{shown}", height=max(2.4, 0.9 + 0.28 * len(rows))
+    )
     if df.empty:
         _no_data(ax, "reads or source changes")
         return fig
-    rows = rows.iloc[::-1]                         # most-read at the top
+    rows = rows.iloc[::-1]  # most-read at the top
     y = list(range(len(rows)))
     fast = rows["fast_path_reads"].fillna(0).astype(float)
     remat = rows["rematerialisations"].fillna(0).astype(float)
@@ -140,10 +160,9 @@ def plot_staleness(df: pd.DataFrame, limit: int = 25) -> Figure:
     if other.any():
         ax.barh(y, other, height=0.6, left=fast + remat, label="other reads", color=_MUTED)
     totals = fast + remat + other
-    for i, (total, changes) in enumerate(zip(totals, rows["hash_changes"].fillna(0).astype(int))):
+    for i, (total, changes) in enumerate(zip(totals, rows["hash_changes"].fillna(0).astype(int), strict=True)):
         if changes:
-            ax.text(total, i, f"  {changes} change{'s' if changes != 1 else ''}", va="center",
-                    fontsize=7, color=_MUTED)
+            ax.text(total, i, f"  {changes} change{'s' if changes != 1 else ''}", va="center", fontsize=7, color=_MUTED)
     ax.set_yticks(y, list(rows["key"]), fontsize=8)
     ax.set_xlabel("reads")
     ax.xaxis.get_major_locator().set_params(integer=True)

@@ -24,23 +24,42 @@ from zocrates_nb.errors import ZocratesError
 
 #: Typed columns the views rely on (from the event contract); other fields are kept by ``events()``.
 SCHEMA: dict[str, str] = {
-    "ts": "TIMESTAMPTZ", "kind": "VARCHAR", "session": "VARCHAR", "latency_ms": "DOUBLE",
+    "ts": "TIMESTAMPTZ",
+    "kind": "VARCHAR",
+    "session": "VARCHAR",
+    "latency_ms": "DOUBLE",
     # search
-    "query": "VARCHAR", "k": "INTEGER", "mode": "VARCHAR",
+    "query": "VARCHAR",
+    "k": "INTEGER",
+    "mode": "VARCHAR",
     "results": "STRUCT(key VARCHAR, kind VARCHAR, lexical_rank INTEGER, dense_rank INTEGER, score DOUBLE)[]",
     # read / save
-    "key": "VARCHAR", "fast_path": "BOOLEAN", "rematerialised": "BOOLEAN", "parent_key": "VARCHAR",
+    "key": "VARCHAR",
+    "fast_path": "BOOLEAN",
+    "rematerialised": "BOOLEAN",
+    "parent_key": "VARCHAR",
     "collection": "VARCHAR",
     # sync (changed_keys: optional list of keys whose source hash changed)
-    "changed_keys": "VARCHAR[]", "seconds": "DOUBLE",
+    "changed_keys": "VARCHAR[]",
+    "seconds": "DOUBLE",
     # llm
-    "role": "VARCHAR", "model": "VARCHAR", "prompt_tokens": "BIGINT", "completion_tokens": "BIGINT",
-    "profile_tokens": "BIGINT", "cost_usd": "DOUBLE",
+    "role": "VARCHAR",
+    "model": "VARCHAR",
+    "prompt_tokens": "BIGINT",
+    "completion_tokens": "BIGINT",
+    "profile_tokens": "BIGINT",
+    "cost_usd": "DOUBLE",
     # eval
-    "dataset": "VARCHAR", "split": "VARCHAR", "ndcg@10": "DOUBLE", "recall@100": "DOUBLE", "mrr@10": "DOUBLE",
-    "recall@5": "DOUBLE", "queries": "INTEGER",
+    "dataset": "VARCHAR",
+    "split": "VARCHAR",
+    "ndcg@10": "DOUBLE",
+    "recall@100": "DOUBLE",
+    "mrr@10": "DOUBLE",
+    "recall@5": "DOUBLE",
+    "queries": "INTEGER",
     # answer
-    "cited_keys": "VARCHAR[]", "read_keys": "VARCHAR[]",
+    "cited_keys": "VARCHAR[]",
+    "read_keys": "VARCHAR[]",
 }
 TOKEN_GROUPS = ("session", "role", "model")
 
@@ -149,7 +168,7 @@ class Diagnostics:
         self._con = duckdb.connect(":memory:")
         self._con.execute("SET TimeZone = 'UTC'")
         self._mutex = threading.Lock()  # one DuckDB connection: serialise the views
-        self.skipped_lines = 0          # lines that were JSON but not an object (counted on each read)
+        self.skipped_lines = 0  # lines that were JSON but not an object (counted on each read)
         self._scratch: tempfile.TemporaryDirectory | None = None
 
     def __repr__(self) -> str:
@@ -191,7 +210,8 @@ class Diagnostics:
             self._con.execute(
                 "INSERT INTO ev SELECT * FROM read_json($files, format = 'newline_delimited', "
                 "ignore_errors = true, columns = $columns) WHERE kind IS NOT NULL",
-                {"files": files, "columns": SCHEMA})
+                {"files": files, "columns": SCHEMA},
+            )
 
     def _query(self, *sql: str) -> pd.DataFrame:
         with self._mutex:
@@ -201,8 +221,10 @@ class Diagnostics:
                     self._con.execute(statement)
                 return self._con.execute(sql[-1]).df()
             except duckdb.Error as exc:
-                raise ZocratesError(f"Could not read the diagnostics in {self.directory}: {exc}",
-                                    hint="Move damaged *.jsonl files out of that directory and try again.") from exc
+                raise ZocratesError(
+                    f"Could not read the diagnostics in {self.directory}: {exc}",
+                    hint="Move damaged *.jsonl files out of that directory and try again.",
+                ) from exc
 
     # -- views -----------------------------------------------------------------
     def events(self, kind: str | None = None) -> pd.DataFrame:
@@ -216,11 +238,14 @@ class Diagnostics:
                     "SELECT * FROM read_json_auto($files, format = 'newline_delimited', ignore_errors = true, "
                     "union_by_name = true, sample_size = -1) WHERE kind IS NOT NULL "
                     "AND ($kind IS NULL OR kind = $kind) ORDER BY ts",
-                    {"files": files, "kind": kind})
+                    {"files": files, "kind": kind},
+                )
                 return rel.df()
             except duckdb.Error as exc:
-                raise ZocratesError(f"Could not read the diagnostics in {self.directory}: {exc}",
-                                    hint="Move damaged *.jsonl files out of that directory and try again.") from exc
+                raise ZocratesError(
+                    f"Could not read the diagnostics in {self.directory}: {exc}",
+                    hint="Move damaged *.jsonl files out of that directory and try again.",
+                ) from exc
 
     def staleness(self) -> pd.DataFrame:
         """Per document: reads, fast-path reads, re-materialisations, hash changes, fast-path ratio.
@@ -249,8 +274,10 @@ class Diagnostics:
         """LLM calls, tokens, cost and the profile's share of prompt tokens, grouped by ``by``."""
         groups = list(by)
         if not groups or any(g not in TOKEN_GROUPS for g in groups):
-            raise ZocratesError(f"token_costs(by=...) takes a non-empty subset of {TOKEN_GROUPS}, not {tuple(by)}.",
-                                hint='For example by=("role",) or by=("session", "model").')
+            raise ZocratesError(
+                f"token_costs(by=...) takes a non-empty subset of {TOKEN_GROUPS}, not {tuple(by)}.",
+                hint='For example by=("role",) or by=("session", "model").',
+            )
         return self._query(_TOKEN_SQL.format(groups=", ".join(groups)))
 
     def latency(self) -> pd.DataFrame:

@@ -59,5 +59,5 @@ def clip_to_tokens(text: str, limit: int, count_tokens: Callable[[str], int] | N
         keep = int(limit * 0.75)
         return " ".join(words[:keep])
     while words and count_tokens(" ".join(words)) > limit:
-        words = words[:-max(1, len(words) // 10)]
+        words = words[: -max(1, len(words) // 10)]
     return " ".join(words)

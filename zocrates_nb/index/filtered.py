@@ -47,20 +47,22 @@ class AllowedIds:
         self._version: int | None = None
         self._sets: dict[tuple, frozenset[str]] = {}
         self.total = 0
-        self.small_sets = SmallSetVectors()        # vectors of small filter sets (dense side)
+        self.small_sets = SmallSetVectors()  # vectors of small filter sets (dense side)
 
     def get(self, filters: Mapping[str, str]) -> frozenset[str]:
         with self._lock:
             try:
                 return self._get(filters)
             except sqlite3.DatabaseError as exc:
-                raise IndexCorruptError(f"The search index in {self.db_path} cannot be read: {exc}",
-                                        hint="Run `zocrates-nb index rebuild`.") from exc
+                raise IndexCorruptError(
+                    f"The search index in {self.db_path} cannot be read: {exc}", hint="Run `zocrates-nb index rebuild`."
+                ) from exc
 
     def _get(self, filters: Mapping[str, str]) -> frozenset[str]:
         if self._conn is None:
-            self._conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, check_same_thread=False,
-                                         timeout=30.0)
+            self._conn = sqlite3.connect(
+                f"file:{self.db_path}?mode=ro", uri=True, check_same_thread=False, timeout=30.0
+            )
         version = self._conn.execute("PRAGMA data_version").fetchone()[0]
         if version != self._version or len(self._sets) >= self.max_filters:
             self._sets.clear()
@@ -101,7 +103,7 @@ class SmallSetVectors:
         with self._lock:
             entry = self._entries.get(allowed)
         if entry is None or entry[0] != generation:
-            ids, matrix = store.embeddings(sorted(allowed))      # generation read first: never stale
+            ids, matrix = store.embeddings(sorted(allowed))  # generation read first: never stale
             norms = np.linalg.norm(matrix, axis=1)
             matrix = matrix / np.where(norms == 0, 1.0, norms)[:, None]
             entry = (generation, ids, matrix)
@@ -118,8 +120,15 @@ class SmallSetVectors:
         return [(ids[i], float(1.0 - scores[i])) for i in top]
 
 
-def dense_with_filter(store: Any, vector: Any, depth: int, allowed: frozenset[str], total: int,
-                      where: Mapping[str, Any] | None, small: SmallSetVectors | None = None) -> list[tuple[str, float]]:
+def dense_with_filter(
+    store: Any,
+    vector: Any,
+    depth: int,
+    allowed: frozenset[str],
+    total: int,
+    where: Mapping[str, Any] | None,
+    small: SmallSetVectors | None = None,
+) -> list[tuple[str, float]]:
     """The ``depth`` nearest allowed chunks of ``store`` (a ``VectorStore``)."""
     query = store.query
     if not allowed:

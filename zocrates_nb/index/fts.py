@@ -34,9 +34,24 @@ from dataclasses import dataclass, field
 from zocrates_nb.index.fts_query import natural_query, query_terms, quote_fts
 
 __all__ = [
-    "TOKENIZER", "ChunkRow", "FtsDocument", "ensure_schema", "quote_fts", "natural_query", "query_terms",
-    "count_filtered", "chunk_keys", "replace_document", "delete_document", "search", "chunk_ids", "chunk_rows",
-    "documents", "integrity_check", "clear", "set_title_weight",
+    "TOKENIZER",
+    "ChunkRow",
+    "FtsDocument",
+    "ensure_schema",
+    "quote_fts",
+    "natural_query",
+    "query_terms",
+    "count_filtered",
+    "chunk_keys",
+    "replace_document",
+    "delete_document",
+    "search",
+    "chunk_ids",
+    "chunk_rows",
+    "documents",
+    "integrity_check",
+    "clear",
+    "set_title_weight",
 ]
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -96,13 +111,14 @@ CREATE TABLE IF NOT EXISTS index_documents(
 );
 """
 
+
 @dataclass(frozen=True)
 class ChunkRow:
     """One indexed passage. ``collections`` holds collection keys *and* names (filters accept either)."""
 
     chunk_id: str
     key: str
-    kind: str                      # "note" | "paper"
+    kind: str  # "note" | "paper"
     text: str
     title: str = ""
     parent_key: str | None = None
@@ -110,7 +126,7 @@ class ChunkRow:
     collections: tuple[str, ...] = ()
     section: str | None = None
     chunk_index: int = 0
-    context: str = ""              # indexed beside the text, weighted lower (index/context.py)
+    context: str = ""  # indexed beside the text, weighted lower (index/context.py)
 
 
 @dataclass(frozen=True)
@@ -144,8 +160,16 @@ def ensure_schema(conn: sqlite3.Connection, title_weight: float | None = None) -
         set_title_weight(conn, title_weight)
 
 
-_OBJECTS = ("chunks", "chunks_by_key", "chunks_by_parent", "chunks_fts", "chunks_ai", "chunks_ad",
-            "chunks_au", "index_documents")
+_OBJECTS = (
+    "chunks",
+    "chunks_by_key",
+    "chunks_by_parent",
+    "chunks_fts",
+    "chunks_ai",
+    "chunks_ad",
+    "chunks_au",
+    "index_documents",
+)
 
 
 def schema_ready(conn: sqlite3.Connection, title_weight: float | None = None) -> bool:
@@ -207,8 +231,23 @@ def replace_document(conn: sqlite3.Connection, doc: FtsDocument, rows: Sequence[
                item_type = excluded.item_type, collections = excluded.collections,
                title = excluded.title, section = excluded.section, text = excluded.text,
                chunk_index = excluded.chunk_index, context = excluded.context""",
-        [(r.chunk_id, r.key, r.kind, r.parent_key, r.item_type, json.dumps(list(r.collections)),
-          r.title, r.section, r.text, r.chunk_index, r.context) for r in rows])
+        [
+            (
+                r.chunk_id,
+                r.key,
+                r.kind,
+                r.parent_key,
+                r.item_type,
+                json.dumps(list(r.collections)),
+                r.title,
+                r.section,
+                r.text,
+                r.chunk_index,
+                r.context,
+            )
+            for r in rows
+        ],
+    )
     conn.execute(
         """INSERT INTO index_documents(key, kind, item_type, title, parent_key, parent_title,
                                        collections, citation, first_author, year, word_count,
@@ -221,9 +260,23 @@ def replace_document(conn: sqlite3.Connection, doc: FtsDocument, rows: Sequence[
                first_author = excluded.first_author, year = excluded.year,
                word_count = excluded.word_count, abstract = excluded.abstract,
                source_hash = excluded.source_hash, chunk_count = excluded.chunk_count""",
-        (doc.key, doc.kind, doc.item_type, doc.title, doc.parent_key, doc.parent_title,
-         json.dumps(list(doc.collections)), doc.citation, doc.first_author, doc.year,
-         doc.word_count, doc.abstract, doc.source_hash, len(rows)))
+        (
+            doc.key,
+            doc.kind,
+            doc.item_type,
+            doc.title,
+            doc.parent_key,
+            doc.parent_title,
+            json.dumps(list(doc.collections)),
+            doc.citation,
+            doc.first_author,
+            doc.year,
+            doc.word_count,
+            doc.abstract,
+            doc.source_hash,
+            len(rows),
+        ),
+    )
     return stale
 
 
@@ -261,8 +314,9 @@ def _filter_sql(filters: Mapping[str, str] | None) -> tuple[str, list]:
     return " AND ".join(clauses), params
 
 
-def search(conn: sqlite3.Connection, match: str | None, limit: int,
-           filters: Mapping[str, str] | None = None) -> list[tuple[str, str, float]]:
+def search(
+    conn: sqlite3.Connection, match: str | None, limit: int, filters: Mapping[str, str] | None = None
+) -> list[tuple[str, str, float]]:
     """Ranked ``(chunk_id, key, bm25)`` for an already-quoted MATCH expression (best first).
 
     Without filters the ranking runs in an FTS-only sub-query with its own LIMIT, so
@@ -290,8 +344,9 @@ def count_filtered(conn: sqlite3.Connection, filters: Mapping[str, str] | None) 
     return conn.execute(f"SELECT count(*) FROM chunks AS c WHERE {where or '1'}", params).fetchone()[0]
 
 
-def filtered_chunk_ids(conn: sqlite3.Connection, filters: Mapping[str, str] | None,
-                       among: Iterable[str] | None = None) -> set[str]:
+def filtered_chunk_ids(
+    conn: sqlite3.Connection, filters: Mapping[str, str] | None, among: Iterable[str] | None = None
+) -> set[str]:
     """Chunk ids passing ``filters`` (optionally only among ``among``): the dense side's filter."""
     where, params = _filter_sql(filters)
     sql = "SELECT c.chunk_id FROM chunks AS c"
@@ -309,7 +364,7 @@ def _rows_where_in(conn: sqlite3.Connection, sql: str, values: Iterable[str]) ->
     """Rows of ``sql`` (whose ``IN ({marks})`` takes the values) for any number of values, in batches."""
     values = list(values)
     for start in range(0, len(values), _IN_BATCH):
-        part = values[start:start + _IN_BATCH]
+        part = values[start : start + _IN_BATCH]
         yield from conn.execute(sql.format(marks=",".join("?" * len(part))), part)
 
 
@@ -327,8 +382,11 @@ def chunk_keys(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
 
 def chunk_notes(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str | None]:
     """``chunk_id → parent key (or None)`` for the chunks among ``ids`` that belong to notes."""
-    return dict(_rows_where_in(
-        conn, "SELECT chunk_id, parent_key FROM chunks WHERE kind = 'note' AND chunk_id IN ({marks})", ids))
+    return dict(
+        _rows_where_in(
+            conn, "SELECT chunk_id, parent_key FROM chunks WHERE kind = 'note' AND chunk_id IN ({marks})", ids
+        )
+    )
 
 
 def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkRow]:
@@ -337,18 +395,24 @@ def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkR
     sql = """SELECT chunk_id, key, kind, text, title, parent_key, item_type, collections,
                     section, chunk_index, context FROM chunks WHERE chunk_id IN ({marks})"""
     for r in _rows_where_in(conn, sql, ids):
-        out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7] or "[]")), r[8], r[9],
-                             r[10] or "")
+        out[r[0]] = ChunkRow(
+            r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7] or "[]")), r[8], r[9], r[10] or ""
+        )
     return out
 
 
 def documents(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, FtsDocument]:
     out: dict[str, FtsDocument] = {}
-    for r in _rows_where_in(conn, """SELECT key, kind, title, item_type, parent_key, parent_title, collections,
+    for r in _rows_where_in(
+        conn,
+        """SELECT key, kind, title, item_type, parent_key, parent_title, collections,
                                            citation, first_author, year, word_count, abstract, source_hash
-                                    FROM index_documents WHERE key IN ({marks})""", keys):
-        out[r[0]] = FtsDocument(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6] or "[]")),
-                                r[7], r[8], r[9], r[10], r[11], r[12])
+                                    FROM index_documents WHERE key IN ({marks})""",
+        keys,
+    ):
+        out[r[0]] = FtsDocument(
+            r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6] or "[]")), r[7], r[8], r[9], r[10], r[11], r[12]
+        )
     return out
 
 

@@ -20,8 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-__all__ = ["LANE_WEIGHT", "INTENT_WEIGHT", "PARENT_SHARE", "LANE_DEPTH", "PAPER_WINDOW", "fuse", "lane_weight_for",
-           "inherit_from_parents", "keep_best_paper"]
+__all__ = [
+    "LANE_WEIGHT",
+    "INTENT_WEIGHT",
+    "PARENT_SHARE",
+    "LANE_DEPTH",
+    "PAPER_WINDOW",
+    "fuse",
+    "lane_weight_for",
+    "inherit_from_parents",
+    "keep_best_paper",
+]
 
 LANE_WEIGHT = 0.5
 INTENT_WEIGHT = 0.5
@@ -39,8 +48,13 @@ def lane_weight_for(intent: float, base: float = LANE_WEIGHT, per_intent: float 
     return max(0.0, base + per_intent * max(0.0, min(1.0, intent)))
 
 
-def fuse(rank_lists: Mapping[str, Sequence[str]], k: int, notes: Collection[str] = frozenset(),
-         lane_weight: float = 0.0, lane_depth: int = 1000) -> list[tuple[str, float]]:
+def fuse(
+    rank_lists: Mapping[str, Sequence[str]],
+    k: int,
+    notes: Collection[str] = frozenset(),
+    lane_weight: float = 0.0,
+    lane_depth: int = 1000,
+) -> list[tuple[str, float]]:
     """RRF over ``rank_lists`` plus the note lane for ids in ``notes`` (best first, deterministic).
 
     Only the ``lane_depth`` best notes of each list get the lane term: the lane lifts *the best*
@@ -67,8 +81,9 @@ def fuse(rank_lists: Mapping[str, Sequence[str]], k: int, notes: Collection[str]
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
 
 
-def inherit_from_parents(fused: Sequence[tuple[str, float]], parent_of: Mapping[str, str | None],
-                         share: float = PARENT_SHARE) -> list[tuple[str, float]]:
+def inherit_from_parents(
+    fused: Sequence[tuple[str, float]], parent_of: Mapping[str, str | None], share: float = PARENT_SHARE
+) -> list[tuple[str, float]]:
     """Add ``share`` × its parent's score to each child note whose parent paper was found.
 
     A question asked through a paper's topic ("what did I note on the Harmony paper?") finds
@@ -83,8 +98,9 @@ def inherit_from_parents(fused: Sequence[tuple[str, float]], parent_of: Mapping[
     return sorted(boosted, key=lambda item: (-item[1], order[item[0]]))
 
 
-def keep_best_paper(fused: Sequence[tuple[str, float]], papers: set[str] | frozenset[str],
-                    window: int = PAPER_WINDOW) -> list[tuple[str, float]]:
+def keep_best_paper(
+    fused: Sequence[tuple[str, float]], papers: set[str] | frozenset[str], window: int = PAPER_WINDOW
+) -> list[tuple[str, float]]:
     """``fused`` with the best paper moved to the last of the first ``window`` places if none is there.
 
     The lane must not turn an agent's first evidence into notes only: a question about a method

@@ -75,7 +75,8 @@ class DocumentFrequencies:
             if term not in self._counts:
                 self._counts[term] = conn.execute(
                     "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
-                    (fts.quote_fts(term), cap)).fetchone()[0]
+                    (fts.quote_fts(term), cap),
+                ).fetchone()[0]
         return self._rows, {t: self._counts[t] for t in terms}
 
     def filtered_rows(self, conn: sqlite3.Connection, filters: Mapping[str, str]) -> int:
@@ -87,8 +88,13 @@ class DocumentFrequencies:
         return self._filtered[key]
 
 
-def lexical_search(conn: sqlite3.Connection, query: str, limit: int, filters: Mapping[str, str] | None = None,
-                   frequencies: DocumentFrequencies | None = None) -> list[tuple[str, str, float]]:
+def lexical_search(
+    conn: sqlite3.Connection,
+    query: str,
+    limit: int,
+    filters: Mapping[str, str] | None = None,
+    frequencies: DocumentFrequencies | None = None,
+) -> list[tuple[str, str, float]]:
     """bm25-ranked ``(chunk_id, key, bm25)`` for a natural-language question (best first).
 
     The scores of ``search(conn, natural_query(query), …)``, but only rows holding one of the

@@ -39,7 +39,7 @@ def all_ids(conn: sqlite3.Connection) -> set[str]:
 def remove(conn: sqlite3.Connection, ids: Iterable[str]) -> None:
     ids = list(ids)
     for start in range(0, len(ids), _BATCH):
-        batch = ids[start:start + _BATCH]
+        batch = ids[start : start + _BATCH]
         conn.execute(f"DELETE FROM {_TABLE} WHERE chunk_id IN ({', '.join('?' * len(batch))})", batch)
 
 

@@ -29,8 +29,13 @@ def candidate_terms(texts: Iterable[str], stopwords: frozenset[str] | set[str]) 
     return [Counter(w for w in (m.lower() for m in _WORD.findall(text)) if w not in stopwords) for text in texts]
 
 
-def expansion_terms(counts: Sequence[Counter], query_terms: Iterable[str], doc_freq: Mapping[str, int],
-                    total_rows: int, n_terms: int = EXPANSION_TERMS) -> list[str]:
+def expansion_terms(
+    counts: Sequence[Counter],
+    query_terms: Iterable[str],
+    doc_freq: Mapping[str, int],
+    total_rows: int,
+    n_terms: int = EXPANSION_TERMS,
+) -> list[str]:
     """The ``n_terms`` best expansion words: Σ_d tf(t, d)/|d| × idf(t), query words excluded.
 
     Words in a single feedback note only count if they are rare (idf), so one note's oddities
@@ -50,8 +55,9 @@ def expansion_terms(counts: Sequence[Counter], query_terms: Iterable[str], doc_f
     return [term for term, _ in ranked[:n_terms]]
 
 
-def feedback_ranking(conn, query: str, top_chunks: Sequence[str], depth: int, frequencies,
-                     n_terms: int = EXPANSION_TERMS) -> list[str]:
+def feedback_ranking(
+    conn, query: str, top_chunks: Sequence[str], depth: int, frequencies, n_terms: int = EXPANSION_TERMS
+) -> list[str]:
     """Note chunk ids ranked by a lexical query of ``query`` plus the top notes' expansion words."""
     from zocrates_nb.index import fts
     from zocrates_nb.index.fts_query import STOPWORDS

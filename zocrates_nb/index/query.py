@@ -17,7 +17,8 @@ __all__ = ["note_intent", "NOTE_CUES"]
 NOTE_CUES = re.compile(
     r"\b(?P<strong>notes?|noted|jott?(?:ed)?|wrote|write-?up|summary|summarised|summarized|decided?|decision|"
     r"agreed|plan(?:ned)?|remind(?:er)?|todo|idea)\b|\b(?P<weak>i|i'd|i've|i'm|me|my|mine|we|we've|we'd|our|us)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def note_intent(query: str) -> float:

@@ -12,9 +12,22 @@ from typing import Any
 
 from zocrates_nb.errors import QueryError
 
-__all__ = ["MODES", "MAX_QUERY_CHARS", "FILTER_NAMES", "CANDIDATE_SHARE", "CANDIDATE_FLOOR", "TermPlan",
-           "candidate_budget", "plan_terms", "rrf", "prepare_query", "check_filters", "unknown_collection_error",
-           "unknown_parent_error", "SearchHit"]
+__all__ = [
+    "MODES",
+    "MAX_QUERY_CHARS",
+    "FILTER_NAMES",
+    "CANDIDATE_SHARE",
+    "CANDIDATE_FLOOR",
+    "TermPlan",
+    "candidate_budget",
+    "plan_terms",
+    "rrf",
+    "prepare_query",
+    "check_filters",
+    "unknown_collection_error",
+    "unknown_parent_error",
+    "SearchHit",
+]
 
 MODES = ("hybrid", "lexical", "dense")
 MAX_QUERY_CHARS = 2000
@@ -53,8 +66,14 @@ def candidate_budget(total_rows: int, *, share: float | None = None, floor: int 
     return int(max(share * total_rows, CANDIDATE_FLOOR if floor is None else floor))
 
 
-def plan_terms(terms: Sequence[str], doc_freq: Mapping[str, int], total_rows: int, *,
-               share: float | None = None, floor: int | None = None) -> TermPlan:
+def plan_terms(
+    terms: Sequence[str],
+    doc_freq: Mapping[str, int],
+    total_rows: int,
+    *,
+    share: float | None = None,
+    floor: int | None = None,
+) -> TermPlan:
     """Choose the candidate-selecting words of a query from their document frequencies.
 
     Rarest first, a word joins ``select`` while the selected frequencies sum to at most
@@ -71,7 +90,7 @@ def plan_terms(terms: Sequence[str], doc_freq: Mapping[str, int], total_rows: in
     budget = candidate_budget(total_rows, share=share, floor=floor)
     chosen: set[str] = set()
     spent = 0
-    for term in sorted(terms, key=lambda t: doc_freq.get(t, 0)):     # stable: ties keep query order
+    for term in sorted(terms, key=lambda t: doc_freq.get(t, 0)):  # stable: ties keep query order
         df = doc_freq.get(term, 0)
         if chosen and spent + df > budget:
             break
@@ -79,9 +98,11 @@ def plan_terms(terms: Sequence[str], doc_freq: Mapping[str, int], total_rows: in
         spent += df
     rest = [t for t in terms if t not in chosen]
     half = total_rows / 2
-    return TermPlan(select=tuple(t for t in terms if t in chosen),
-                    score_only=tuple(t for t in rest if doc_freq.get(t, 0) < half),
-                    dropped=tuple(t for t in rest if doc_freq.get(t, 0) >= half))
+    return TermPlan(
+        select=tuple(t for t in terms if t in chosen),
+        score_only=tuple(t for t in rest if doc_freq.get(t, 0) < half),
+        dropped=tuple(t for t in rest if doc_freq.get(t, 0) >= half),
+    )
 
 
 def rrf(rank_lists: Mapping[str, Sequence[str]], k: int = 60) -> list[tuple[str, float]]:
@@ -112,11 +133,13 @@ def prepare_query(query: Any) -> tuple[str, str | None]:
     characters (cut at a word boundary) and say so, rather than fail or stall FTS.
     """
     if not isinstance(query, str):
-        raise QueryError(f"A search query must be text, not {type(query).__name__}.",
-                         hint='Pass a string, e.g. search_corpus("cell-type deconvolution").')
+        raise QueryError(
+            f"A search query must be text, not {type(query).__name__}.",
+            hint='Pass a string, e.g. search_corpus("cell-type deconvolution").',
+        )
     from zocrates_nb.textnorm import clean_text
 
-    text = " ".join(clean_text(query).split())      # invalid code points would crash the retrievers
+    text = " ".join(clean_text(query).split())  # invalid code points would crash the retrievers
     if not text:
         raise QueryError("The search query is empty.", hint="Type a few words describing what you look for.")
     if len(text) <= MAX_QUERY_CHARS:
@@ -124,8 +147,7 @@ def prepare_query(query: Any) -> tuple[str, str | None]:
     cut = text[:MAX_QUERY_CHARS]
     if " " in cut[-200:]:
         cut = cut.rsplit(" ", 1)[0]
-    notice = (f"The query was {len(text):,} characters long; only its first {len(cut):,} "
-              "characters were searched.")
+    notice = f"The query was {len(text):,} characters long; only its first {len(cut):,} characters were searched."
     return cut, notice
 
 
@@ -134,13 +156,14 @@ def check_filters(filters: Mapping[str, Any] | None) -> dict[str, str]:
     clean: dict[str, str] = {}
     for name, value in (filters or {}).items():
         if name not in FILTER_NAMES:
-            raise QueryError(f"Unknown search filter {name!r}.",
-                             hint=f"Use one of: {', '.join(FILTER_NAMES)}.")
+            raise QueryError(f"Unknown search filter {name!r}.", hint=f"Use one of: {', '.join(FILTER_NAMES)}.")
         if value is None or value == "":
             continue
         if not isinstance(value, str):
-            raise QueryError(f"The {name} filter must be a string, got {type(value).__name__}.",
-                             hint='For example {"item_type": "note"}.')
+            raise QueryError(
+                f"The {name} filter must be a string, got {type(value).__name__}.",
+                hint='For example {"item_type": "note"}.',
+            )
         clean[name] = value
     return clean
 
@@ -163,8 +186,7 @@ def unknown_collection_error(value: str, known: Sequence[str]) -> QueryError | N
         hint = f"Did you mean {same_but_case[0]!r}? Collection names match exactly."
     elif names:
         shown = ", ".join(repr(n) for n in names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
-        hint = (f"Use a collection key or one of these names: {shown}"
-                " (wb.collections() lists them with their keys).")
+        hint = f"Use a collection key or one of these names: {shown} (wb.collections() lists them with their keys)."
     else:
         hint = "No indexed document is filed in a collection; drop the collection filter."
     return QueryError(f"No collection {value!r} in the index.", hint=hint)
@@ -174,9 +196,11 @@ def unknown_parent_error(key: str, known: bool) -> QueryError | None:
     """The error for a ``parent_key`` filter naming a key that no indexed document has or points to."""
     if known:
         return None
-    return QueryError(f"No document in the index has the key {key!r}, and no note is attached to it.",
-                      hint="Use a paper key shown in search results ([Paper Key: P] / Parent Paper Key), "
-                           "or drop the parent_key filter.")
+    return QueryError(
+        f"No document in the index has the key {key!r}, and no note is attached to it.",
+        hint="Use a paper key shown in search results ([Paper Key: P] / Parent Paper Key), "
+        "or drop the parent_key filter.",
+    )
 
 
 @dataclass
@@ -185,11 +209,11 @@ class SearchHit:
 
     chunk_id: str
     key: str
-    kind: str                                   # "note" | "paper"
+    kind: str  # "note" | "paper"
     parent_key: str | None
     title: str
-    text: str                                   # the matching chunk's text
-    score: float                                # fused RRF (hybrid), -bm25 (lexical), cosine (dense)
+    text: str  # the matching chunk's text
+    score: float  # fused RRF (hybrid), -bm25 (lexical), cosine (dense)
     ranks: dict[str, int | None] = field(default_factory=lambda: {"lexical": None, "dense": None})
     citation: str | None = None
     word_count: int | None = None

@@ -23,8 +23,15 @@ from typing import Any
 from zocrates_nb.index.context import MAX_CONTEXT_TOKENS, clip_to_tokens, context_line
 from zocrates_nb.index.fts import ChunkRow, FtsDocument
 
-__all__ = ["NOTE_WHOLE_WORDS", "WINDOW_TOKENS", "document_rows", "embedding_text", "first_author_of", "kind_of",
-           "body_budget"]
+__all__ = [
+    "NOTE_WHOLE_WORDS",
+    "WINDOW_TOKENS",
+    "document_rows",
+    "embedding_text",
+    "first_author_of",
+    "kind_of",
+    "body_budget",
+]
 
 NOTE_WHOLE_WORDS = 300
 #: Word pieces the embedder reads besides [CLS] and [SEP] (all-MiniLM-L6-v2: 256 in all).
@@ -62,21 +69,24 @@ def body_budget(title: str, context: str, count_tokens: Callable[[str], int]) ->
     return max(64, WINDOW_TOKENS - prefix)
 
 
-def _pieces(kind: str, word_count: int, body: str, title: str, context: str,
-            count_tokens: Callable[[str], int] | None) -> list[tuple[str, str | None]]:
+def _pieces(
+    kind: str, word_count: int, body: str, title: str, context: str, count_tokens: Callable[[str], int] | None
+) -> list[tuple[str, str | None]]:
     from zocrates_nb.convert.chunk import chunk_markdown, chunk_to_window
 
     if count_tokens is not None:
-        chunks = chunk_to_window(body, body_budget(title, context, count_tokens), count_tokens,
-                                 overlap_tokens=OVERLAP_TOKENS)
+        chunks = chunk_to_window(
+            body, body_budget(title, context, count_tokens), count_tokens, overlap_tokens=OVERLAP_TOKENS
+        )
         return [(c.text, c.section) for c in chunks if c.text.strip()] or [(body, None)]
     if kind == "note" and word_count < NOTE_WHOLE_WORDS:
         return [(body, None)]
     return [(c.text, c.section) for c in chunk_markdown(body) if c.text.strip()] or [(body, None)]
 
 
-def document_rows(manifest: Mapping[str, Any], markdown: str,
-                  count_tokens: Callable[[str], int] | None = None) -> tuple[FtsDocument, list[ChunkRow]]:
+def document_rows(
+    manifest: Mapping[str, Any], markdown: str, count_tokens: Callable[[str], int] | None = None
+) -> tuple[FtsDocument, list[ChunkRow]]:
     """The provenance row and the chunk rows for one bundle (deterministic ids ``KEY:index``).
 
     ``count_tokens``: the embedder's token counter; without it chunk sizes are estimated.
@@ -84,27 +94,51 @@ def document_rows(manifest: Mapping[str, Any], markdown: str,
     key = str(manifest["key"])
     kind = kind_of(manifest)
     title = str(manifest.get("title") or "")
-    collections = tuple(dict.fromkeys(
-        [str(c) for c in (manifest.get("collection_keys") or [])]
-        + [str(c) for c in (manifest.get("collections") or [])]))
+    collections = tuple(
+        dict.fromkeys(
+            [str(c) for c in (manifest.get("collection_keys") or [])]
+            + [str(c) for c in (manifest.get("collections") or [])]
+        )
+    )
     word_count = manifest.get("word_count")
     if word_count is None:
         word_count = len(markdown.split())
     item_type = manifest.get("item_type") or kind
     parent_key = manifest.get("parent_key") or None
     doc = FtsDocument(
-        key=key, kind=kind, title=title, item_type=item_type, parent_key=parent_key,
-        parent_title=manifest.get("parent_title") or None, collections=collections,
-        citation=manifest.get("citation") or None, first_author=first_author_of(manifest.get("creators")),
-        year=_year(manifest.get("year")), word_count=int(word_count),
-        abstract=manifest.get("abstract") or None, source_hash=manifest.get("source_hash"))
+        key=key,
+        kind=kind,
+        title=title,
+        item_type=item_type,
+        parent_key=parent_key,
+        parent_title=manifest.get("parent_title") or None,
+        collections=collections,
+        citation=manifest.get("citation") or None,
+        first_author=first_author_of(manifest.get("creators")),
+        year=_year(manifest.get("year")),
+        word_count=int(word_count),
+        abstract=manifest.get("abstract") or None,
+        source_hash=manifest.get("source_hash"),
+    )
     body = (markdown or "").strip()
     context = clip_to_tokens(context_line(manifest), MAX_CONTEXT_TOKENS, count_tokens)
     pieces = _pieces(kind, int(word_count), body, title, context, count_tokens)
-    rows = [ChunkRow(chunk_id=f"{key}:{i}", key=key, kind=kind, text=text, title=title,
-                     parent_key=parent_key, item_type=item_type, collections=collections,
-                     section=section, chunk_index=i, context=context)
-            for i, (text, section) in enumerate(pieces)]
+    rows = [
+        ChunkRow(
+            chunk_id=f"{key}:{i}",
+            key=key,
+            kind=kind,
+            text=text,
+            title=title,
+            parent_key=parent_key,
+            item_type=item_type,
+            collections=collections,
+            section=section,
+            chunk_index=i,
+            context=context,
+        )
+        for i, (text, section) in enumerate(pieces)
+    ]
     return doc, rows
 
 

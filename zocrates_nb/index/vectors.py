@@ -53,9 +53,8 @@ _SCHEMA_VERSION = 1
 #: query in fifty: none of it) at 60,000 clustered MiniLM vectors; 400 found 99.4% (worst query 80%)
 #: for +0.7 ms a query (benchmarks/bench_search_scale.py setup; recall checked against exact search).
 HNSW_EF_SEARCH = 400
-_WRITE_BATCH = 500           # rows per locked upsert: keeps other kernels' waits short
-_REBUILD_HINT = (f"Run `{REBUILD_COMMAND}` — it re-embeds everything from the corpus folder "
-                 "(no Zotero access needed).")
+_WRITE_BATCH = 500  # rows per locked upsert: keeps other kernels' waits short
+_REBUILD_HINT = f"Run `{REBUILD_COMMAND}` — it re-embeds everything from the corpus folder (no Zotero access needed)."
 
 
 class VectorStore:
@@ -69,13 +68,23 @@ class VectorStore:
     two models are never mixed. Opening is lazy, so ``reset()`` works on a damaged index.
     """
 
-    def __init__(self, paths: DataPaths, config: Mapping[str, Any] | None = None, *, model_id: str, dim: int,
-                 collection_name: str = COLLECTION_NAME, lock_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        paths: DataPaths,
+        config: Mapping[str, Any] | None = None,
+        *,
+        model_id: str,
+        dim: int,
+        collection_name: str = COLLECTION_NAME,
+        lock_timeout: float = 60.0,
+    ) -> None:
         vectors = dict((config or {}).get("vectors") or {})
         self.mode = vectors.get("mode") or "persistent"
         if self.mode not in ("persistent", "http"):
-            raise ZocratesError(f"Unknown vectors mode {self.mode!r} in the config.",
-                                hint='Set config["vectors"]["mode"] to "persistent" or "http".')
+            raise ZocratesError(
+                f"Unknown vectors mode {self.mode!r} in the config.",
+                hint='Set config["vectors"]["mode"] to "persistent" or "http".',
+            )
         self.paths = paths
         self.model_id = model_id
         self.dim = int(dim)
@@ -94,8 +103,10 @@ class VectorStore:
             self._handle.collection_name = collection_name
         elif self._handle.collection_name != collection_name:
             release_handle(self._handle, _evict_system)
-            raise ValueError(f"{identity} is already open with collection {self._handle.collection_name!r} "
-                             "in this process; use one collection per data directory")
+            raise ValueError(
+                f"{identity} is already open with collection {self._handle.collection_name!r} "
+                "in this process; use one collection per data directory"
+            )
         self._closed = False
 
     def __repr__(self) -> str:
@@ -103,8 +114,13 @@ class VectorStore:
         return f"VectorStore({where}, collection={self.collection_name!r}, model={self.model_id!r})"
 
     # ------------------------------------------------------------------ public API
-    def upsert(self, ids: Sequence[str], embeddings: np.ndarray | Sequence[Sequence[float]],
-               metadatas: Sequence[Mapping[str, Any]], documents: Sequence[str] | None = None) -> None:
+    def upsert(
+        self,
+        ids: Sequence[str],
+        embeddings: np.ndarray | Sequence[Sequence[float]],
+        metadatas: Sequence[Mapping[str, Any]],
+        documents: Sequence[str] | None = None,
+    ) -> None:
         """Insert or replace chunk vectors (idempotent; re-indexing never grows the index)."""
         ids = [str(i) for i in ids]
         vectors = np.asarray(embeddings, dtype=np.float32)
@@ -120,27 +136,35 @@ class VectorStore:
             raise ValueError("embeddings contain NaN or infinity")
         for start in range(0, len(ids), _WRITE_BATCH):
             end = start + _WRITE_BATCH
-            batch = dict(ids=ids[start:end], embeddings=vectors[start:end],
-                         metadatas=[dict(m) for m in metadatas[start:end]],
-                         documents=list(documents[start:end]) if documents is not None else None)
+            batch = dict(
+                ids=ids[start:end],
+                embeddings=vectors[start:end],
+                metadatas=[dict(m) for m in metadatas[start:end]],
+                documents=list(documents[start:end]) if documents is not None else None,
+            )
             self._run(lambda col, b=batch: col.upsert(**b), write=True)
 
     def delete_keys(self, keys: Iterable[str]) -> None:
         """Delete every chunk of these documents (by the ``key`` metadata)."""
         keys = sorted({str(k) for k in keys})
         for start in range(0, len(keys), 500):
-            part = keys[start:start + 500]
+            part = keys[start : start + 500]
             self._run(lambda col, p=part: col.delete(where={"key": {"$in": p}}), write=True)
 
     def delete_ids(self, ids: Iterable[str]) -> None:
         """Delete chunks by id (e.g. the tail chunks of a document that got shorter)."""
         ids = sorted({str(i) for i in ids})
         for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
+            part = ids[start : start + 500]
             self._run(lambda col, p=part: col.delete(ids=p), write=True)
 
-    def query(self, embedding: np.ndarray | Sequence[float], k: int,
-              where: Mapping[str, Any] | None = None, ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+    def query(
+        self,
+        embedding: np.ndarray | Sequence[float],
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[tuple[str, float]]:
         """The ``k`` nearest chunks as ``(chunk_id, cosine distance)``, nearest first.
 
         ``ids`` restricts the search to those chunk ids (a pre-computed filter: cheaper than a
@@ -206,6 +230,7 @@ class VectorStore:
                 ids.extend(got)
                 if len(got) < page:
                     return ids
+
         return sorted(self._run(run))
 
     def reset(self) -> None:
@@ -261,8 +286,11 @@ class VectorStore:
         for attempt in range(attempts):
             with self._exclusive():
                 handle = self._handle
-                if self.mode == "persistent" and handle.client is not None \
-                        and handle.generation != self._read_generation():
+                if (
+                    self.mode == "persistent"
+                    and handle.client is not None
+                    and handle.generation != self._read_generation()
+                ):
                     drop_client(handle, _evict_system)
                 if handle.collection is None:
                     self._open_locked(create=write)
@@ -281,8 +309,14 @@ class VectorStore:
         raise AssertionError("unreachable")
 
     def _translate(self, exc: Exception) -> Exception:
-        error = user_error(exc, http=self.mode == "http", host=self.host, port=self.port, where=self._where(),
-                           rebuild_hint=_REBUILD_HINT)
+        error = user_error(
+            exc,
+            http=self.mode == "http",
+            host=self.host,
+            port=self.port,
+            where=self._where(),
+            rebuild_hint=_REBUILD_HINT,
+        )
         if error is not exc and isinstance(error, IndexCorruptError):
             drop_client(self._handle, _evict_system)
         return error
@@ -309,18 +343,24 @@ class VectorStore:
         if self.mode == "persistent":
             existed = (self.path / "chroma.sqlite3").exists()
             if not existed and self._read_generation() and not create:
-                raise IndexCorruptError(f"The vector index at {self.path} is missing (was the folder deleted?).",
-                                        hint=_REBUILD_HINT)
+                raise IndexCorruptError(
+                    f"The vector index at {self.path} is missing (was the folder deleted?).", hint=_REBUILD_HINT
+                )
             generation = self._read_generation()
             self.path.mkdir(parents=True, exist_ok=True)
         try:
             if handle.client is None:
                 handle.client = self._new_client()
             collection = handle.client.get_or_create_collection(
-                self.collection_name, embedding_function=None,
+                self.collection_name,
+                embedding_function=None,
                 configuration={"hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH}},
-                metadata={"zocrates_model_id": self.model_id, "zocrates_dim": self.dim,
-                          "zocrates_schema": _SCHEMA_VERSION})
+                metadata={
+                    "zocrates_model_id": self.model_id,
+                    "zocrates_dim": self.dim,
+                    "zocrates_schema": _SCHEMA_VERSION,
+                },
+            )
             _widen_search(collection)
         except ZocratesError:
             drop_client(handle, _evict_system)
@@ -330,16 +370,17 @@ class VectorStore:
             if self.mode == "persistent":
                 _evict_system(str(self.path))
             error = self._translate(exc)
-            if error is exc:   # an unclassified failure while opening is still a broken index
-                error = IndexCorruptError(f"The vector index at {self._where()} could not be opened: {exc}",
-                                          hint=_REBUILD_HINT)
+            if error is exc:  # an unclassified failure while opening is still a broken index
+                error = IndexCorruptError(
+                    f"The vector index at {self._where()} could not be opened: {exc}", hint=_REBUILD_HINT
+                )
             raise error from exc
         meta = collection.metadata or {}
         handle.built_by = (meta.get("zocrates_model_id"), meta.get("zocrates_dim"))
         handle.collection = collection
         if self.mode == "persistent":
             if not existed:
-                self._bump_generation()     # a store now exists here: a later disappearance is detectable
+                self._bump_generation()  # a store now exists here: a later disappearance is detectable
             else:
                 handle.generation = generation
 
@@ -350,15 +391,19 @@ class VectorStore:
             raise IndexCorruptError(
                 f"The vector index at {self._where()} was built with {built_by or 'an unknown model'} "
                 f"({built_dim or '?'}-d vectors), not {self.model_id} ({self.dim}-d); vectors of two "
-                "models cannot be mixed.", hint=_REBUILD_HINT)
+                "models cannot be mixed.",
+                hint=_REBUILD_HINT,
+            )
 
     def _remove_store_dir(self) -> None:
         """Delete the chroma folder (only if it looks like one: never an arbitrary directory)."""
         if not self.path.exists():
             return
         if not is_chroma_folder({p.name for p in self.path.iterdir()}):
-            raise ZocratesError(f"Refusing to delete {self.path}: it does not look like a Chroma folder.",
-                                hint="Move the unexpected files away, then rebuild the index.")
+            raise ZocratesError(
+                f"Refusing to delete {self.path}: it does not look like a Chroma folder.",
+                hint="Move the unexpected files away, then rebuild the index.",
+            )
         shutil.rmtree(self.path)
 
 
@@ -370,10 +415,9 @@ def _widen_search(collection: Any) -> None:
     """
     hnsw = (getattr(collection, "configuration_json", None) or {}).get("hnsw") or {}
     if int(hnsw.get("ef_search") or 0) < HNSW_EF_SEARCH:
-        with warnings.catch_warnings():   # Chroma calls embedding_function=None "legacy"; we pass vectors
+        with warnings.catch_warnings():  # Chroma calls embedding_function=None "legacy"; we pass vectors
             warnings.filterwarnings("ignore", message="legacy embedding function config", category=DeprecationWarning)
             collection.modify(configuration={"hnsw": {"ef_search": HNSW_EF_SEARCH}})
-
 
 
 def _evict_system(identifier: str | None) -> None:
@@ -391,5 +435,5 @@ def _evict_system(identifier: str | None) -> None:
     if system is not None:
         try:
             system.stop()
-        except AttributeError:      # a System whose start failed has no bindings to release
+        except AttributeError:  # a System whose start failed has no bindings to release
             pass

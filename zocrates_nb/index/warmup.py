@@ -18,9 +18,11 @@ from typing import Any
 
 __all__ = ["LOADING_NOTICE", "DenseWarmup"]
 
-LOADING_NOTICE = ("Dense retrieval is still loading (the embedding model and the vector index, a few "
-                  "seconds after opening), so these are lexical results only; the next search once it "
-                  "is ready is hybrid.")
+LOADING_NOTICE = (
+    "Dense retrieval is still loading (the embedding model and the vector index, a few "
+    "seconds after opening), so these are lexical results only; the next search once it "
+    "is ready is hybrid."
+)
 
 
 class DenseWarmup:
@@ -45,10 +47,10 @@ class DenseWarmup:
 
     def _run(self) -> None:
         try:
-            embedder = self._index.embedder        # model load (onnxruntime session)
-            embedder.embed(["warm up"])            # first run allocates the session's buffers
-            self._index.commit_vectors()           # chunks a first sync staged (or a killed one left)
-            _ = self._index.vectors                # open Chroma and reconcile its ids with FTS once
+            embedder = self._index.embedder  # model load (onnxruntime session)
+            embedder.embed(["warm up"])  # first run allocates the session's buffers
+            self._index.commit_vectors()  # chunks a first sync staged (or a killed one left)
+            _ = self._index.vectors  # open Chroma and reconcile its ids with FTS once
         except BaseException as exc:  # noqa: BLE001 — kept; the next dense search reports it
             self.error = exc
         finally:

@@ -39,25 +39,33 @@ def open_source(paths, config: dict) -> LibrarySource:
 
         setting = "sqlite_path" if source == "zotero-sqlite" else "zotero_dir"
         if not lib.get(setting):
-            raise ConfigError(f'library.source is "{source}" but library.{setting} is not set.',
-                              f"Set library.{setting} in zocrates_config.json, or pass "
-                              f"--{'zotero-sqlite PATH' if setting == 'sqlite_path' else 'zotero-dir DIR'}.")
-        return ZoteroDesktopLibrary(**{setting: Path(lib[setting]).expanduser()},
-                                    library_id=lib.get("desktop_library_id"))
+            raise ConfigError(
+                f'library.source is "{source}" but library.{setting} is not set.',
+                f"Set library.{setting} in zocrates_config.json, or pass "
+                f"--{'zotero-sqlite PATH' if setting == 'sqlite_path' else 'zotero-dir DIR'}.",
+            )
+        return ZoteroDesktopLibrary(
+            **{setting: Path(lib[setting]).expanduser()}, library_id=lib.get("desktop_library_id")
+        )
     if source == "zotero-web":
         from .zotero_web import ZoteroWebLibrary
 
         local = bool(lib.get("local"))
         library_id = lib.get("library_id")
         if library_id in (None, "") and not local:
-            raise ConfigError('library.source is "zotero-web" but library.library_id is not set.',
-                              "Set library.library_id to your Zotero user ID (zotero.org/settings/keys) "
-                              "or a group ID, and library.library_type to \"user\" or \"group\".")
+            raise ConfigError(
+                'library.source is "zotero-web" but library.library_id is not set.',
+                "Set library.library_id to your Zotero user ID (zotero.org/settings/keys) "
+                'or a group ID, and library.library_type to "user" or "group".',
+            )
         key_env = lib.get("api_key_env") or ("ZOTERO_LOCAL_API_KEY" if local else "ZOTERO_API_KEY")
-        return ZoteroWebLibrary(library_id=library_id if library_id not in (None, "") else 0,
-                                library_type=lib.get("library_type") or "user",
-                                api_key=os.environ.get(key_env) or None,
-                                cache_path=paths.web_cache, local=local, base_url=lib.get("base_url"),
-                                server_id=lib.get("server_id"))
-    raise ConfigError(f"Unknown library source {source!r}.",
-                      f"Set library.source to one of: {', '.join(SOURCES)}.")
+        return ZoteroWebLibrary(
+            library_id=library_id if library_id not in (None, "") else 0,
+            library_type=lib.get("library_type") or "user",
+            api_key=os.environ.get(key_env) or None,
+            cache_path=paths.web_cache,
+            local=local,
+            base_url=lib.get("base_url"),
+            server_id=lib.get("server_id"),
+        )
+    raise ConfigError(f"Unknown library source {source!r}.", f"Set library.source to one of: {', '.join(SOURCES)}.")

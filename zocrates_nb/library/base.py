@@ -10,14 +10,25 @@ sees only these records, never a source's own format.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 # the records and key helpers live at the bottom of the package; re-exported for the sources and old imports
 from ..records import KEY_ALPHABET, KEY_RE, Collection, Note, Paper, is_valid_key, new_key
 
-__all__ = ["KEY_ALPHABET", "KEY_RE", "Collection", "LibrarySnapshot", "LibrarySource", "Note", "Paper",
-           "check_note_html", "is_valid_key", "new_key"]
+__all__ = [
+    "KEY_ALPHABET",
+    "KEY_RE",
+    "Collection",
+    "LibrarySnapshot",
+    "LibrarySource",
+    "Note",
+    "Paper",
+    "check_note_html",
+    "is_valid_key",
+    "new_key",
+]
 
 
 def check_note_html(html: str) -> None:
@@ -25,8 +36,10 @@ def check_note_html(html: str) -> None:
     from ..errors import LibraryError
 
     if not isinstance(html, str):
-        raise LibraryError(f"Note HTML must be a string, not {type(html).__name__}.",
-                           "Render the note with convert.note_html.render_note_html first.")
+        raise LibraryError(
+            f"Note HTML must be a string, not {type(html).__name__}.",
+            "Render the note with convert.note_html.render_note_html first.",
+        )
     if not html.strip():
         raise LibraryError("Refusing to save an empty note.", "Write some text into the note first.")
 
@@ -65,8 +78,7 @@ class LibrarySource(Protocol):
 
     def get_paper(self, key: str) -> Paper | None: ...
 
-    def create_note(self, html: str, *, parent_key: str | None = None,
-                    collection_keys: Sequence[str] = ()) -> Note:
+    def create_note(self, html: str, *, parent_key: str | None = None, collection_keys: Sequence[str] = ()) -> Note:
         """Create a note (HTML, never Markdown). Child (``parent_key``) xor standalone in collections."""
         ...
 
@@ -105,6 +117,6 @@ def with_valid_keys(snapshot: LibrarySnapshot) -> LibrarySnapshot:
     collections = tuple(c for c in snapshot.collections if keep(c))
     if not bad:
         return snapshot
-    return replace(snapshot, papers=papers, notes=notes, collections=collections,
-                   failures=tuple(snapshot.failures) + tuple(bad))
-
+    return replace(
+        snapshot, papers=papers, notes=notes, collections=collections, failures=tuple(snapshot.failures) + tuple(bad)
+    )

@@ -114,14 +114,19 @@ def read_zotero_db(sqlite_path: Path) -> dict:
             settings = "settings" in tables
             groups = dict(conn.execute("SELECT libraryID, groupID FROM groups")) if "groups" in tables else {}
             return {
-                "groups": groups,    # desktop libraryID → zotero.org groupID (what the Web API calls it)
+                "groups": groups,  # desktop libraryID → zotero.org groupID (what the Web API calls it)
                 "userdata_schema": one("SELECT version FROM version WHERE schema = 'userdata'"),
                 "zotero_version": one("SELECT value FROM settings WHERE setting = 'client' AND key = 'lastVersion'")
-                if settings else None,
+                if settings
+                else None,
                 "user_id": one("SELECT value FROM settings WHERE setting = 'account' AND key = 'userID'")
-                if settings else None,
-                "items": one("SELECT count(*) FROM items WHERE itemID NOT IN (SELECT itemID FROM itemNotes) "
-                             "AND itemID NOT IN (SELECT itemID FROM itemAttachments)") or 0,
+                if settings
+                else None,
+                "items": one(
+                    "SELECT count(*) FROM items WHERE itemID NOT IN (SELECT itemID FROM itemNotes) "
+                    "AND itemID NOT IN (SELECT itemID FROM itemAttachments)"
+                )
+                or 0,
                 "notes": one("SELECT count(*) FROM itemNotes") or 0,
                 "collections": one("SELECT count(*) FROM collections") or 0,
             }
@@ -136,7 +141,7 @@ def probe_local_api(port: int = LOCAL_PORT, timeout: float = 0.5) -> tuple[bool,
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/", timeout=timeout) as response:  # noqa: S310
             return True, response.status == 200
     except urllib.error.HTTPError:
-        return True, False        # Zotero answers (403 "Local API is not enabled")
+        return True, False  # Zotero answers (403 "Local API is not enabled")
     except (OSError, ValueError):
         return False, False
 
@@ -153,6 +158,14 @@ def detect(home: Path | None = None, *, port: int | None = None, probe: bool = T
             continue
         user_id = info.pop("user_id")
         info.pop("groups")
-        found.append(DetectedLibrary(str(folder), how, running=running, local_api=local_api,
-                                     user_id=int(user_id) if str(user_id or "").isdigit() else None, **info))
+        found.append(
+            DetectedLibrary(
+                str(folder),
+                how,
+                running=running,
+                local_api=local_api,
+                user_id=int(user_id) if str(user_id or "").isdigit() else None,
+                **info,
+            )
+        )
     return found

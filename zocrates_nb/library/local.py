@@ -20,9 +20,9 @@ import hashlib
 import json
 import sqlite3
 import threading
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Sequence
 
 from ..errors import LibraryError, NotFoundError
 from ..sqlite_tx import immediate_transaction
@@ -49,27 +49,48 @@ CREATE INDEX IF NOT EXISTS notes_parent ON notes(parent_key);
 """
 
 #: a note is visible unless it, or the paper it belongs to, is in the trash (Zotero's isInTrash)
-_VISIBLE_NOTE = ("SELECT n.key, n.html, n.parent_key, n.collections, n.version, n.date_modified "
-                 "FROM notes n LEFT JOIN papers p ON p.key = n.parent_key "
-                 "WHERE n.deleted = 0 AND COALESCE(p.deleted, 0) = 0")
-_PAPER_COLS = ("key, item_type, title, creators, year, date, doi, publication, abstract, "
-               "fulltext, collections, version, date_modified")
+_VISIBLE_NOTE = (
+    "SELECT n.key, n.html, n.parent_key, n.collections, n.version, n.date_modified "
+    "FROM notes n LEFT JOIN papers p ON p.key = n.parent_key "
+    "WHERE n.deleted = 0 AND COALESCE(p.deleted, 0) = 0"
+)
+_PAPER_COLS = (
+    "key, item_type, title, creators, year, date, doi, publication, abstract, "
+    "fulltext, collections, version, date_modified"
+)
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _note_row(row) -> Note:
-    return Note(key=row[0], html=row[1], parent_key=row[2], collections=tuple(json.loads(row[3])),
-                version=row[4], date_modified=row[5])
+    return Note(
+        key=row[0],
+        html=row[1],
+        parent_key=row[2],
+        collections=tuple(json.loads(row[3])),
+        version=row[4],
+        date_modified=row[5],
+    )
 
 
 def _paper_row(row) -> Paper:
-    return Paper(key=row[0], item_type=row[1], title=row[2], creators=tuple(json.loads(row[3])),
-                 year=row[4], date=row[5], doi=row[6], publication=row[7], abstract=row[8],
-                 fulltext=row[9], collections=tuple(json.loads(row[10])), version=row[11],
-                 date_modified=row[12])
+    return Paper(
+        key=row[0],
+        item_type=row[1],
+        title=row[2],
+        creators=tuple(json.loads(row[3])),
+        year=row[4],
+        date=row[5],
+        doi=row[6],
+        publication=row[7],
+        abstract=row[8],
+        fulltext=row[9],
+        collections=tuple(json.loads(row[10])),
+        version=row[11],
+        date_modified=row[12],
+    )
 
 
 def load_demo_content(content_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
@@ -78,8 +99,9 @@ def load_demo_content(content_dir: Path) -> tuple[list[dict], list[dict], list[d
     Pure apart from reading ``content_dir``; every problem names the file and key,
     because this content is hand-written and a typo must not seed a broken library.
     """
-    collections, papers, notes = (_read_demo_json(content_dir, n)
-                                  for n in ("collections.json", "papers.json", "notes.json"))
+    collections, papers, notes = (
+        _read_demo_json(content_dir, n) for n in ("collections.json", "papers.json", "notes.json")
+    )
     coll_keys = {c.get("key") for c in collections}
     paper_keys = {p.get("key") for p in papers}
     _check_collections(content_dir, collections, coll_keys)
@@ -97,11 +119,14 @@ def _read_demo_json(content_dir: Path, name: str) -> list[dict]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise LibraryError(f"Demo content file {path} is missing.",
-                           "Reinstall zocrates_nb, or pass content_dir= pointing at a complete demo folder.") from None
+        raise LibraryError(
+            f"Demo content file {path} is missing.",
+            "Reinstall zocrates_nb, or pass content_dir= pointing at a complete demo folder.",
+        ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise LibraryError(f"Demo content file {path} is not valid JSON: {exc}",
-                           "Fix the file (it must hold a JSON array).") from exc
+        raise LibraryError(
+            f"Demo content file {path} is not valid JSON: {exc}", "Fix the file (it must hold a JSON array)."
+        ) from exc
     if not isinstance(data, list):
         raise LibraryError(f"Demo content file {path} must hold a JSON array.", "Fix the file.")
     return data
@@ -144,8 +169,9 @@ def _read_note_html(content_dir: Path, n: dict) -> str:
     try:
         return html_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise LibraryError(f"Demo content: note file {html_path} could not be read: {exc}",
-                           "Add the file or fix notes.json.") from exc
+        raise LibraryError(
+            f"Demo content: note file {html_path} could not be read: {exc}", "Add the file or fix notes.json."
+        ) from exc
 
 
 def _content_digest(collections, papers, notes) -> str:
@@ -164,15 +190,16 @@ class DemoLibrary:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(str(self.db_path), check_same_thread=False,
-                                         isolation_level=None, timeout=30.0)
+            self._conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None, timeout=30.0)
             self._conn.execute("PRAGMA busy_timeout = 30000")
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
-            raise LibraryError(f"The demo library {self.db_path} could not be opened: {exc}",
-                               "Delete the file to re-create the demo library (your own demo notes are lost), "
-                               "or choose another data directory.") from exc
+            raise LibraryError(
+                f"The demo library {self.db_path} could not be opened: {exc}",
+                "Delete the file to re-create the demo library (your own demo notes are lost), "
+                "or choose another data directory.",
+            ) from exc
         self._seed()
 
     # -- plumbing -------------------------------------------------------
@@ -191,26 +218,45 @@ class DemoLibrary:
         collections, papers, notes = load_demo_content(self.content_dir)
         digest = _content_digest(collections, papers, notes)
         with self._write() as conn:
-            for statement in filter(str.strip, _SCHEMA.split(";")):   # executescript would COMMIT
+            for statement in filter(str.strip, _SCHEMA.split(";")):  # executescript would COMMIT
                 conn.execute(statement)
             row = conn.execute("SELECT value FROM meta WHERE key='seed_digest'").fetchone()
             if row and row[0] == digest:
                 return
             now = _now()
-            conn.executemany("INSERT OR IGNORE INTO collections(key, name, parent_key) VALUES (?, ?, ?)",
-                             [(c["key"], c["name"], c.get("parent_key")) for c in collections])
+            conn.executemany(
+                "INSERT OR IGNORE INTO collections(key, name, parent_key) VALUES (?, ?, ?)",
+                [(c["key"], c["name"], c.get("parent_key")) for c in collections],
+            )
             conn.executemany(
                 f"INSERT OR IGNORE INTO papers({_PAPER_COLS}) VALUES ({', '.join('?' * 13)})",
-                [(p["key"], p.get("item_type") or "journalArticle", p["title"],
-                  json.dumps(list(p.get("creators") or []), ensure_ascii=False), p.get("year"),
-                  str(p.get("date") or p.get("year") or ""), p.get("doi"), p.get("publication") or "",
-                  p.get("abstract"), p.get("fulltext"), json.dumps(list(p.get("collections") or [])),
-                  1, now) for p in papers])
+                [
+                    (
+                        p["key"],
+                        p.get("item_type") or "journalArticle",
+                        p["title"],
+                        json.dumps(list(p.get("creators") or []), ensure_ascii=False),
+                        p.get("year"),
+                        str(p.get("date") or p.get("year") or ""),
+                        p.get("doi"),
+                        p.get("publication") or "",
+                        p.get("abstract"),
+                        p.get("fulltext"),
+                        json.dumps(list(p.get("collections") or [])),
+                        1,
+                        now,
+                    )
+                    for p in papers
+                ],
+            )
             conn.executemany(
                 "INSERT OR IGNORE INTO notes(key, html, parent_key, collections, version, date_added, date_modified)"
                 " VALUES (?, ?, ?, ?, 1, ?, ?)",
-                [(n["key"], n["html"], n.get("parent_key"), json.dumps(list(n.get("collections") or [])),
-                  now, now) for n in notes])
+                [
+                    (n["key"], n["html"], n.get("parent_key"), json.dumps(list(n.get("collections") or [])), now, now)
+                    for n in notes
+                ],
+            )
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('seed_digest', ?)", (digest,))
             self._bump_library_version(conn)
 
@@ -220,27 +266,32 @@ class DemoLibrary:
 
     def _damaged(self, exc: sqlite3.DatabaseError) -> LibraryError:
         """A damaged demo library is reported (never read as "empty": that would remove every note)."""
-        return LibraryError(f"The demo library {self.db_path} is damaged: {exc}",
-                            "Delete the file to re-create the demo library (your own demo notes are lost), "
-                            "or choose another data directory.")
+        return LibraryError(
+            f"The demo library {self.db_path} is damaged: {exc}",
+            "Delete the file to re-create the demo library (your own demo notes are lost), "
+            "or choose another data directory.",
+        )
 
     def snapshot(self) -> LibrarySnapshot:
         with self._lock:
             try:
-                self._conn.execute("BEGIN")      # one consistent read across the three tables
+                self._conn.execute("BEGIN")  # one consistent read across the three tables
                 try:
                     notes = tuple(_note_row(r) for r in self._conn.execute(_VISIBLE_NOTE + " ORDER BY n.key"))
-                    papers = tuple(_paper_row(r) for r in self._conn.execute(
-                        f"SELECT {_PAPER_COLS} FROM papers WHERE deleted = 0 ORDER BY key"))
-                    collections = tuple(Collection(k, n, p) for k, n, p in self._conn.execute(
-                        "SELECT key, name, parent_key FROM collections ORDER BY key"))
+                    papers = tuple(
+                        _paper_row(r)
+                        for r in self._conn.execute(f"SELECT {_PAPER_COLS} FROM papers WHERE deleted = 0 ORDER BY key")
+                    )
+                    collections = tuple(
+                        Collection(k, n, p)
+                        for k, n, p in self._conn.execute("SELECT key, name, parent_key FROM collections ORDER BY key")
+                    )
                     row = self._conn.execute("SELECT value FROM meta WHERE key='library_version'").fetchone()
                 finally:
                     self._conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from exc
-        return LibrarySnapshot(papers=papers, notes=notes, collections=collections,
-                               version=int(row[0]) if row else 0)
+        return LibrarySnapshot(papers=papers, notes=notes, collections=collections, version=int(row[0]) if row else 0)
 
     def get_note(self, key: str) -> Note | None:
         try:
@@ -253,53 +304,66 @@ class DemoLibrary:
     def get_paper(self, key: str) -> Paper | None:
         try:
             with self._lock:
-                row = self._conn.execute(f"SELECT {_PAPER_COLS} FROM papers WHERE key = ? AND deleted = 0",
-                                         (key,)).fetchone()
+                row = self._conn.execute(
+                    f"SELECT {_PAPER_COLS} FROM papers WHERE key = ? AND deleted = 0", (key,)
+                ).fetchone()
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from exc
         return _paper_row(row) if row else None
 
     # -- writes ---------------------------------------------------------
-    def create_note(self, html: str, *, parent_key: str | None = None,
-                    collection_keys: Sequence[str] = ()) -> Note:
+    def create_note(self, html: str, *, parent_key: str | None = None, collection_keys: Sequence[str] = ()) -> Note:
         """Create a child note (``parent_key``) or a standalone note filed in ``collection_keys``."""
         check_note_html(html)
         collection_keys = tuple(collection_keys or ())
         if parent_key and collection_keys:
-            raise LibraryError("A note can be a child of a paper or filed in collections, not both.",
-                               "Pass either parent_key or collection_keys (Zotero files child notes "
-                               "through their parent).")
+            raise LibraryError(
+                "A note can be a child of a paper or filed in collections, not both.",
+                "Pass either parent_key or collection_keys (Zotero files child notes through their parent).",
+            )
         now = _now()
         with self._write() as conn:
-            if parent_key and not conn.execute("SELECT 1 FROM papers WHERE key = ? AND deleted = 0",
-                                               (parent_key,)).fetchone():
-                raise NotFoundError(f"No paper with key {parent_key!r} in the demo library.",
-                                    "Pick a parent from Workbench.papers().")
+            if (
+                parent_key
+                and not conn.execute("SELECT 1 FROM papers WHERE key = ? AND deleted = 0", (parent_key,)).fetchone()
+            ):
+                raise NotFoundError(
+                    f"No paper with key {parent_key!r} in the demo library.", "Pick a parent from Workbench.papers()."
+                )
             known = {r[0] for r in conn.execute("SELECT key FROM collections")}
             missing = [k for k in collection_keys if k not in known]
             if missing:
-                raise NotFoundError(f"Unknown collection key(s): {', '.join(missing)}.",
-                                    "Pick a collection from Workbench.collections().")
+                raise NotFoundError(
+                    f"Unknown collection key(s): {', '.join(missing)}.",
+                    "Pick a collection from Workbench.collections().",
+                )
             key = new_key()
-            while conn.execute("SELECT 1 FROM notes WHERE key = ? UNION SELECT 1 FROM papers WHERE key = ?",
-                               (key, key)).fetchone():
+            while conn.execute(
+                "SELECT 1 FROM notes WHERE key = ? UNION SELECT 1 FROM papers WHERE key = ?", (key, key)
+            ).fetchone():
                 key = new_key()
-            conn.execute("INSERT INTO notes(key, html, parent_key, collections, version, date_added, "
-                         "date_modified) VALUES (?, ?, ?, ?, 1, ?, ?)",
-                         (key, html, parent_key, json.dumps(list(collection_keys)), now, now))
+            conn.execute(
+                "INSERT INTO notes(key, html, parent_key, collections, version, date_added, "
+                "date_modified) VALUES (?, ?, ?, ?, 1, ?, ?)",
+                (key, html, parent_key, json.dumps(list(collection_keys)), now, now),
+            )
             self._bump_library_version(conn)
-        return Note(key=key, html=html, parent_key=parent_key, collections=collection_keys,
-                    version=1, date_modified=now)
+        return Note(
+            key=key, html=html, parent_key=parent_key, collections=collection_keys, version=1, date_modified=now
+        )
 
     def update_note(self, key: str, html: str) -> Note:
         """Replace a note's HTML; bumps its version and modification date like a Zotero save."""
         check_note_html(html)
         with self._write() as conn:
             if not conn.execute(_VISIBLE_NOTE + " AND n.key = ?", (key,)).fetchone():
-                raise NotFoundError(f"No note with key {key!r} in the demo library (or it is in the trash).",
-                                    "Create a new note instead.")
-            conn.execute("UPDATE notes SET html = ?, version = version + 1, date_modified = ? WHERE key = ?",
-                         (html, _now(), key))
+                raise NotFoundError(
+                    f"No note with key {key!r} in the demo library (or it is in the trash).",
+                    "Create a new note instead.",
+                )
+            conn.execute(
+                "UPDATE notes SET html = ?, version = version + 1, date_modified = ? WHERE key = ?", (html, _now(), key)
+            )
             self._bump_library_version(conn)
             row = conn.execute(_VISIBLE_NOTE + " AND n.key = ?", (key,)).fetchone()
         return _note_row(row)
@@ -314,11 +378,15 @@ class DemoLibrary:
 
     def _trash(self, table: str, key: str) -> None:
         with self._write() as conn:
-            cur = conn.execute(f"UPDATE {table} SET deleted = 1, version = version + 1, date_modified = ? "
-                               "WHERE key = ? AND deleted = 0", (_now(), key))
+            cur = conn.execute(
+                f"UPDATE {table} SET deleted = 1, version = version + 1, date_modified = ? "
+                "WHERE key = ? AND deleted = 0",
+                (_now(), key),
+            )
             if cur.rowcount == 0:
-                raise NotFoundError(f"No {table[:-1]} with key {key!r} in the demo library (or already trashed).",
-                                    "Check the key.")
+                raise NotFoundError(
+                    f"No {table[:-1]} with key {key!r} in the demo library (or already trashed).", "Check the key."
+                )
             self._bump_library_version(conn)
 
     def close(self) -> None:

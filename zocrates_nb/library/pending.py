@@ -33,7 +33,7 @@ class PendingOverlay:
         self.source = source
         self.outbox = outbox
 
-    def __getattr__(self, name: str) -> Any:   # describe, get_paper, close, writable, sync, …
+    def __getattr__(self, name: str) -> Any:  # describe, get_paper, close, writable, sync, …
         return getattr(self.source, name)
 
     @property

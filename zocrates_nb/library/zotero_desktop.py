@@ -38,9 +38,21 @@ _NON_PAPER_TYPES = ("note", "attachment", "annotation")
 #: the type-specific fields Zotero maps onto ``title`` / ``date`` / ``publicationTitle``
 _TITLE_FIELDS = ("title", "caseName", "nameOfAct", "subject")
 _DATE_FIELDS = ("date", "dateDecided", "dateEnacted", "issueDate")
-_PUBLICATION_FIELDS = ("publicationTitle", "bookTitle", "proceedingsTitle", "websiteTitle",
-                       "blogTitle", "forumTitle", "encyclopediaTitle", "dictionaryTitle",
-                       "programTitle", "seriesTitle", "publisher", "university", "institution")
+_PUBLICATION_FIELDS = (
+    "publicationTitle",
+    "bookTitle",
+    "proceedingsTitle",
+    "websiteTitle",
+    "blogTitle",
+    "forumTitle",
+    "encyclopediaTitle",
+    "dictionaryTitle",
+    "programTitle",
+    "seriesTitle",
+    "publisher",
+    "university",
+    "institution",
+)
 _WANTED_FIELDS = _TITLE_FIELDS + _DATE_FIELDS + _PUBLICATION_FIELDS + ("DOI", "abstractNote", "extra")
 _COPY_ATTEMPTS = 3
 
@@ -59,7 +71,7 @@ def strip_note_wrapper(raw: str | bytes | None) -> str | bytes:
         return ""
     match = _WRAPPER_RE.match(raw[:36])
     if match:
-        body = raw[match.end():]
+        body = raw[match.end() :]
         return body[:-6] if body.endswith("</div>") else body
     text = escape(raw, quote=False).replace("\n", "</p><p>").replace("\t", "&nbsp;" * 4).replace("  ", "&nbsp;&nbsp;")
     return re.sub(r"<p>\s*</p>", "<p>&nbsp;</p>", f"<p>{text}</p>")
@@ -97,14 +109,16 @@ class ZoteroDesktopLibrary:
 
     writable = False
 
-    def __init__(self, sqlite_path: Path | None = None, zotero_dir: Path | None = None,
-                 *, library_id: int | None = None) -> None:
+    def __init__(
+        self, sqlite_path: Path | None = None, zotero_dir: Path | None = None, *, library_id: int | None = None
+    ) -> None:
         if sqlite_path is None and zotero_dir is None:
-            raise LibraryError("No Zotero database given.",
-                               "Pass --zotero-sqlite PATH or --zotero-dir DIR (the folder holding zotero.sqlite).")
+            raise LibraryError(
+                "No Zotero database given.",
+                "Pass --zotero-sqlite PATH or --zotero-dir DIR (the folder holding zotero.sqlite).",
+            )
         self.zotero_dir = Path(zotero_dir).expanduser() if zotero_dir else None
-        self.sqlite_path = (Path(sqlite_path).expanduser() if sqlite_path
-                            else self.zotero_dir / "zotero.sqlite")
+        self.sqlite_path = Path(sqlite_path).expanduser() if sqlite_path else self.zotero_dir / "zotero.sqlite"
         self.storage_dir = (self.zotero_dir or self.sqlite_path.parent) / "storage"
         #: which library to read; None → the user's own library ("My Library")
         self.library_id = library_id
@@ -141,8 +155,7 @@ class ZoteroDesktopLibrary:
             self.snapshot()
         return self._papers.get(key)
 
-    def create_note(self, html: str, *, parent_key: str | None = None,
-                    collection_keys: Sequence[str] = ()) -> Note:
+    def create_note(self, html: str, *, parent_key: str | None = None, collection_keys: Sequence[str] = ()) -> Note:
         raise LibraryReadOnlyError(*_READ_ONLY)
 
     def update_note(self, key: str, html: str) -> Note:
@@ -161,12 +174,16 @@ class ZoteroDesktopLibrary:
         try:
             st = self.sqlite_path.stat()
         except FileNotFoundError:
-            raise LibraryError(f"Zotero database {self.sqlite_path} does not exist.",
-                               "Check the path: Zotero's data directory (Settings → Advanced → Files and "
-                               "Folders) holds zotero.sqlite.") from None
+            raise LibraryError(
+                f"Zotero database {self.sqlite_path} does not exist.",
+                "Check the path: Zotero's data directory (Settings → Advanced → Files and "
+                "Folders) holds zotero.sqlite.",
+            ) from None
         except OSError as exc:
-            raise LibraryLockedError(f"Zotero database {self.sqlite_path} cannot be read: {exc}",
-                                     "Check the file's permissions, or close Zotero and retry.") from exc
+            raise LibraryLockedError(
+                f"Zotero database {self.sqlite_path} cannot be read: {exc}",
+                "Check the file's permissions, or close Zotero and retry.",
+            ) from exc
         parts: list[tuple] = [(st.st_mtime_ns, st.st_size)]
         for suffix in ("-wal", "-journal"):
             side = self.sqlite_path.with_name(self.sqlite_path.name + suffix)
@@ -191,15 +208,16 @@ class ZoteroDesktopLibrary:
                     if side.exists():
                         shutil.copyfile(side, dest)
             except FileNotFoundError:
-                continue            # a -wal checkpointed away mid-copy: take it again
+                continue  # a -wal checkpointed away mid-copy: take it again
             except OSError as exc:
                 raise LibraryLockedError(
                     f"Could not copy Zotero's database {self.sqlite_path}: {exc}",
                     "Zotero may hold the file locked on this system: close Zotero and retry, "
-                    "or use the Web API source (library.source = 'zotero-web').") from exc
+                    "or use the Web API source (library.source = 'zotero-web').",
+                ) from exc
             if self._source_stamp() == before:
                 return target
-        return target               # still changing: the copy is a best effort, SQLite validates it
+        return target  # still changing: the copy is a best effort, SQLite validates it
 
     def _load(self) -> LibrarySnapshot:
         with tempfile.TemporaryDirectory(prefix="zocrates-zotero-") as tmp:
@@ -210,22 +228,24 @@ class ZoteroDesktopLibrary:
                 # note bodies are read as bytes (CAST … AS BLOB) and checked one by one in _notes.
                 conn.text_factory = lambda b: b.decode("utf-8", "replace")
             except sqlite3.Error as exc:
-                raise LibraryLockedError(f"Could not open the snapshot of {self.sqlite_path}: {exc}",
-                                         "Close Zotero and retry, or check that the path is zotero.sqlite.") from exc
+                raise LibraryLockedError(
+                    f"Could not open the snapshot of {self.sqlite_path}: {exc}",
+                    "Close Zotero and retry, or check that the path is zotero.sqlite.",
+                ) from exc
             try:
                 return _SnapshotReader(conn, self).read()
             except sqlite3.DatabaseError as exc:
                 raise LibraryLockedError(
                     f"Could not read the snapshot of {self.sqlite_path}: {exc}",
-                    "Is this Zotero's zotero.sqlite? If Zotero was writing, retry; otherwise close Zotero "
-                    "and retry.") from exc
+                    "Is this Zotero's zotero.sqlite? If Zotero was writing, retry; otherwise close Zotero and retry.",
+                ) from exc
             finally:
                 conn.close()
 
     def _fulltext_for(self, attachment_keys: Sequence[str], failures: list) -> str | None:
         texts = []
         for att_key in attachment_keys:
-            if not is_safe_key(att_key):        # a crafted key must not name a path outside storage/
+            if not is_safe_key(att_key):  # a crafted key must not name a path outside storage/
                 failures.append((repr(att_key)[:40], "attachment refused: not a valid Zotero key"))
                 continue
             path = self.storage_dir / att_key / ".zotero-ft-cache"
@@ -249,9 +269,11 @@ class ZoteroDesktopLibrary:
         return joined or None
 
 
-_READ_ONLY = ("The Zotero desktop database is read-only here (Zotero must not be written behind its back).",
-              "To save notes, configure the Zotero Web API (library.source = 'zotero-web') or, with Zotero 10, "
-              "its local API (library.local = true), or use the demo library.")
+_READ_ONLY = (
+    "The Zotero desktop database is read-only here (Zotero must not be written behind its back).",
+    "To save notes, configure the Zotero Web API (library.source = 'zotero-web') or, with Zotero 10, "
+    "its local API (library.local = true), or use the demo library.",
+)
 
 
 class _SnapshotReader:
@@ -262,9 +284,11 @@ class _SnapshotReader:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         missing = {"items", "itemNotes", "itemData", "itemDataValues", "collections"} - tables
         if missing or not ({"itemTypes", "itemTypesCombined"} & tables):
-            raise LibraryError(f"{owner.sqlite_path} is not a Zotero database (missing tables: "
-                               f"{', '.join(sorted(missing)) or 'itemTypes'}).",
-                               "Point --zotero-sqlite at the zotero.sqlite in Zotero's data directory.")
+            raise LibraryError(
+                f"{owner.sqlite_path} is not a Zotero database (missing tables: "
+                f"{', '.join(sorted(missing)) or 'itemTypes'}).",
+                "Point --zotero-sqlite at the zotero.sqlite in Zotero's data directory.",
+            )
         self.tables = tables
         self.types_table = "itemTypesCombined" if "itemTypesCombined" in tables else "itemTypes"
         self.fields_table = "fieldsCombined" if "fieldsCombined" in tables else "fields"
@@ -277,8 +301,9 @@ class _SnapshotReader:
         conn.execute("BEGIN")
         lib_id, lib_version = self._library()
         keys = dict(conn.execute("SELECT itemID, key FROM items WHERE libraryID = ?", (lib_id,)))
-        trashed = ({r[0] for r in conn.execute("SELECT itemID FROM deletedItems")}
-                   if "deletedItems" in self.tables else set())
+        trashed = (
+            {r[0] for r in conn.execute("SELECT itemID FROM deletedItems")} if "deletedItems" in self.tables else set()
+        )
         collections, coll_key_of = self._collections(lib_id)
         item_colls: dict[int, list[str]] = defaultdict(list)
         for item_id, coll_id in conn.execute("SELECT itemID, collectionID FROM collectionItems ORDER BY orderIndex"):
@@ -288,9 +313,15 @@ class _SnapshotReader:
         notes = self._notes(lib_id, version_col, trashed, item_colls)
         papers = self._papers(lib_id, version_col, trashed, item_colls, keys, failures)
         conn.execute("COMMIT")
-        return with_valid_keys(LibrarySnapshot(papers=tuple(papers), notes=tuple(notes),
-                                               collections=tuple(collections), version=lib_version,
-                                               failures=tuple(failures)))
+        return with_valid_keys(
+            LibrarySnapshot(
+                papers=tuple(papers),
+                notes=tuple(notes),
+                collections=tuple(collections),
+                version=lib_version,
+                failures=tuple(failures),
+            )
+        )
 
     def _library(self) -> tuple[int, int | None]:
         lib_cols = self.columns("libraries") if "libraries" in self.tables else set()
@@ -308,13 +339,22 @@ class _SnapshotReader:
         return lib_id, version
 
     def _collections(self, lib_id: int) -> tuple[list[Collection], dict[int, str]]:
-        rows = self.conn.execute("SELECT collectionID, key, collectionName, parentCollectionID FROM collections "
-                                 "WHERE libraryID = ? ORDER BY collectionName", (lib_id,)).fetchall()
-        gone = ({r[0] for r in self.conn.execute("SELECT collectionID FROM deletedCollections")}
-                if "deletedCollections" in self.tables else set())
+        rows = self.conn.execute(
+            "SELECT collectionID, key, collectionName, parentCollectionID FROM collections "
+            "WHERE libraryID = ? ORDER BY collectionName",
+            (lib_id,),
+        ).fetchall()
+        gone = (
+            {r[0] for r in self.conn.execute("SELECT collectionID FROM deletedCollections")}
+            if "deletedCollections" in self.tables
+            else set()
+        )
         key_of = {cid: key for cid, key, _, _ in rows if cid not in gone}
-        out = [Collection(key=key, name=name, parent_key=key_of.get(parent))
-               for cid, key, name, parent in rows if cid in key_of]
+        out = [
+            Collection(key=key, name=name, parent_key=key_of.get(parent))
+            for cid, key, name, parent in rows
+            if cid in key_of
+        ]
         return out, key_of
 
     def _notes(self, lib_id, version_col, trashed, item_colls) -> list[Note]:
@@ -322,40 +362,62 @@ class _SnapshotReader:
             f"SELECT i.itemID, i.key, i.{version_col}, i.dateModified, CAST(n.note AS BLOB), n.parentItemID, p.key "
             f"FROM items i JOIN {self.types_table} t ON t.itemTypeID = i.itemTypeID AND t.typeName = 'note' "
             "JOIN itemNotes n ON n.itemID = i.itemID LEFT JOIN items p ON p.itemID = n.parentItemID "
-            "WHERE i.libraryID = ? ORDER BY i.key", (lib_id,))
+            "WHERE i.libraryID = ? ORDER BY i.key",
+            (lib_id,),
+        )
         notes = []
         for item_id, key, version, modified, raw, parent_id, parent_key in rows:
             if item_id in trashed or (parent_id is not None and parent_id in trashed):
                 continue
-            notes.append(Note(key=key, html=strip_note_wrapper(_utf8_or_bytes(raw)), parent_key=parent_key,
-                              collections=() if parent_key else tuple(item_colls.get(item_id, ())),
-                              version=version or 0, date_modified=_sql_to_iso(modified)))
+            notes.append(
+                Note(
+                    key=key,
+                    html=strip_note_wrapper(_utf8_or_bytes(raw)),
+                    parent_key=parent_key,
+                    collections=() if parent_key else tuple(item_colls.get(item_id, ())),
+                    version=version or 0,
+                    date_modified=_sql_to_iso(modified),
+                )
+            )
         return notes
 
     def _papers(self, lib_id, version_col, trashed, item_colls, keys, failures) -> list[Paper]:
         conn = self.conn
         marks = ", ".join("?" * len(_NON_PAPER_TYPES))
-        items = [r for r in conn.execute(
-            f"SELECT i.itemID, i.key, t.typeName, i.{version_col}, i.dateModified FROM items i "
-            f"JOIN {self.types_table} t ON t.itemTypeID = i.itemTypeID "
-            f"WHERE i.libraryID = ? AND t.typeName NOT IN ({marks}) ORDER BY i.key",
-            (lib_id, *_NON_PAPER_TYPES)) if r[0] not in trashed]
-        if "feedItems" in self.tables:          # feed entries live in their own libraries; belt and braces
+        items = [
+            r
+            for r in conn.execute(
+                f"SELECT i.itemID, i.key, t.typeName, i.{version_col}, i.dateModified FROM items i "
+                f"JOIN {self.types_table} t ON t.itemTypeID = i.itemTypeID "
+                f"WHERE i.libraryID = ? AND t.typeName NOT IN ({marks}) ORDER BY i.key",
+                (lib_id, *_NON_PAPER_TYPES),
+            )
+            if r[0] not in trashed
+        ]
+        if "feedItems" in self.tables:  # feed entries live in their own libraries; belt and braces
             feed = {r[0] for r in conn.execute("SELECT itemID FROM feedItems")}
             items = [r for r in items if r[0] not in feed]
         fields: dict[int, dict[str, str]] = defaultdict(dict)
         marks = ", ".join("?" * len(_WANTED_FIELDS))
         for item_id, name, value in conn.execute(
-                f"SELECT d.itemID, f.fieldName, v.value FROM itemData d "
-                f"JOIN {self.fields_table} f ON f.fieldID = d.fieldID "
-                f"JOIN itemDataValues v ON v.valueID = d.valueID WHERE f.fieldName IN ({marks})", _WANTED_FIELDS):
-            fields[item_id][name] = ("" if value is None else bytes(value).decode("utf-8", "replace")
-                                     if isinstance(value, (bytes, bytearray)) else str(value))
+            f"SELECT d.itemID, f.fieldName, v.value FROM itemData d "
+            f"JOIN {self.fields_table} f ON f.fieldID = d.fieldID "
+            f"JOIN itemDataValues v ON v.valueID = d.valueID WHERE f.fieldName IN ({marks})",
+            _WANTED_FIELDS,
+        ):
+            fields[item_id][name] = (
+                ""
+                if value is None
+                else bytes(value).decode("utf-8", "replace")
+                if isinstance(value, (bytes, bytearray))
+                else str(value)
+            )
         creators = self._creators()
         attachments: dict[int, list[str]] = defaultdict(list)
         if "itemAttachments" in self.tables:
-            for att_id, parent_id in conn.execute("SELECT itemID, parentItemID FROM itemAttachments "
-                                                  "WHERE parentItemID IS NOT NULL ORDER BY itemID"):
+            for att_id, parent_id in conn.execute(
+                "SELECT itemID, parentItemID FROM itemAttachments WHERE parentItemID IS NOT NULL ORDER BY itemID"
+            ):
                 if att_id not in trashed and att_id in keys:
                     attachments[parent_id].append(keys[att_id])
         papers = []
@@ -363,27 +425,38 @@ class _SnapshotReader:
             f = fields.get(item_id, {})
             date_text, year = parse_zotero_date(next((f[n] for n in _DATE_FIELDS if f.get(n)), ""))
             doi = f.get("DOI") or (m.group(1) if (m := _DOI_IN_EXTRA_RE.search(f.get("extra", ""))) else None)
-            papers.append(Paper(
-                key=key, item_type=type_name, title=next((f[n] for n in _TITLE_FIELDS if f.get(n)), ""),
-                creators=creators.get(item_id, ()), year=year, date=date_text, doi=doi or None,
-                abstract=f.get("abstractNote") or None,
-                fulltext=self.owner._fulltext_for(attachments.get(item_id, ()), failures),
-                publication=next((f[n] for n in _PUBLICATION_FIELDS if f.get(n)), ""),
-                collections=tuple(item_colls.get(item_id, ())), version=version or 0,
-                date_modified=_sql_to_iso(modified)))
+            papers.append(
+                Paper(
+                    key=key,
+                    item_type=type_name,
+                    title=next((f[n] for n in _TITLE_FIELDS if f.get(n)), ""),
+                    creators=creators.get(item_id, ()),
+                    year=year,
+                    date=date_text,
+                    doi=doi or None,
+                    abstract=f.get("abstractNote") or None,
+                    fulltext=self.owner._fulltext_for(attachments.get(item_id, ()), failures),
+                    publication=next((f[n] for n in _PUBLICATION_FIELDS if f.get(n)), ""),
+                    collections=tuple(item_colls.get(item_id, ())),
+                    version=version or 0,
+                    date_modified=_sql_to_iso(modified),
+                )
+            )
         return papers
 
     def _creators(self) -> dict[int, tuple[str, ...]]:
         """``"Last, First"`` per item in ``orderIndex`` order; authors only when an item has any."""
         if not {"creators", "itemCreators"} <= self.tables or "lastName" not in self.columns("creators"):
             return {}
-        type_join = ("LEFT JOIN creatorTypes ct ON ct.creatorTypeID = ic.creatorTypeID"
-                     if "creatorTypes" in self.tables else "")
+        type_join = (
+            "LEFT JOIN creatorTypes ct ON ct.creatorTypeID = ic.creatorTypeID" if "creatorTypes" in self.tables else ""
+        )
         type_col = "ct.creatorType" if type_join else "NULL"
         by_item: dict[int, list[tuple[str, str | None]]] = defaultdict(list)
         for item_id, first, last, mode, ctype in self.conn.execute(
-                f"SELECT ic.itemID, c.firstName, c.lastName, c.fieldMode, {type_col} FROM itemCreators ic "
-                f"JOIN creators c ON c.creatorID = ic.creatorID {type_join} ORDER BY ic.itemID, ic.orderIndex"):
+            f"SELECT ic.itemID, c.firstName, c.lastName, c.fieldMode, {type_col} FROM itemCreators ic "
+            f"JOIN creators c ON c.creatorID = ic.creatorID {type_join} ORDER BY ic.itemID, ic.orderIndex"
+        ):
             name = (last or "").strip() if mode == 1 or not first else f"{(last or '').strip()}, {first.strip()}"
             by_item[item_id].append((name, ctype))
         out = {}

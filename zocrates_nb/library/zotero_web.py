@@ -51,6 +51,7 @@ _RETRY_STATUSES = (429, 503)
 _SKIP_TYPES = ("note", "attachment", "annotation")
 _NOTE_TEMPLATE = {"itemType": "note", "note": "", "tags": [], "collections": [], "relations": {}}
 
+
 class NoteConflictError(LibraryError):
     """The note changed in Zotero since we read it (HTTP 412); nothing was overwritten."""
 
@@ -60,28 +61,50 @@ class ZoteroWebLibrary:
 
     writable = True
 
-    def __init__(self, library_id: int | str, library_type: str = "user", api_key: str | None = None,
-                 cache_path: Path | None = None, local: bool = False, base_url: str | None = None,
-                 server_id: str | None = None, *, page_size: int = 100, max_write_attempts: int = 4) -> None:
+    def __init__(
+        self,
+        library_id: int | str,
+        library_type: str = "user",
+        api_key: str | None = None,
+        cache_path: Path | None = None,
+        local: bool = False,
+        base_url: str | None = None,
+        server_id: str | None = None,
+        *,
+        page_size: int = 100,
+        max_write_attempts: int = 4,
+    ) -> None:
         if library_type not in ("user", "group"):
-            raise LibraryError(f"library_type must be 'user' or 'group', not {library_type!r}.",
-                               "Set library.library_type in zocrates_config.json.")
+            raise LibraryError(
+                f"library_type must be 'user' or 'group', not {library_type!r}.",
+                "Set library.library_type in zocrates_config.json.",
+            )
         self.library_id, self.library_type, self.local = str(library_id), library_type, local
         self.base_url = (base_url or (LOCAL_API if local else WEB_API)).rstrip("/")
         self.page_size, self.max_write_attempts = page_size, max_write_attempts
         self._api_key = api_key
         # Zotero 10's local API takes its own key (Zotero-API-Key) for writes, never a Bearer token
-        self._zot = Zotero(library_id, library_type, api_key=None if local else api_key,
-                          local=local, server_id=server_id, local_api_key=api_key if local else None)
-        self._zot.endpoint = self.base_url          # pyzotero builds every URL from this attribute
+        self._zot = Zotero(
+            library_id,
+            library_type,
+            api_key=None if local else api_key,
+            local=local,
+            server_id=server_id,
+            local_api_key=api_key if local else None,
+        )
+        self._zot.endpoint = self.base_url  # pyzotero builds every URL from this attribute
         self._lock = threading.RLock()
         self._backoff_until = 0.0
         self._last_sync_error: str | None = None
         self.cache_path = Path(cache_path) if cache_path else None
         if self.cache_path:
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(self.cache_path) if self.cache_path else ":memory:",
-                                   check_same_thread=False, isolation_level=None, timeout=30.0)
+        self._db = sqlite3.connect(
+            str(self.cache_path) if self.cache_path else ":memory:",
+            check_same_thread=False,
+            isolation_level=None,
+            timeout=30.0,
+        )
         self._db.execute("PRAGMA busy_timeout = 30000")
         if self.cache_path:
             self._db.execute("PRAGMA journal_mode = WAL")
@@ -90,7 +113,7 @@ class ZoteroWebLibrary:
                 db.execute(statement)
             identity = f"{self.library_type}s/{self.library_id}@{self.base_url}"
             row = db.execute("SELECT value FROM meta WHERE key = 'library'").fetchone()
-            if row and row[0] != identity:          # another library: start the cache afresh
+            if row and row[0] != identity:  # another library: start the cache afresh
                 for table in ("items", "collections", "meta"):
                     db.execute(f"DELETE FROM {table}")
             db.execute("INSERT OR REPLACE INTO meta VALUES ('library', ?)", (identity,))
@@ -110,20 +133,26 @@ class ZoteroWebLibrary:
         except (LibraryError, NotFoundError):
             raise
         except ze.ResourceNotFoundError as exc:
-            raise NotFoundError(f"Zotero says not found while {doing}.",
-                                "Sync the library; the item may have been deleted.") from exc
+            raise NotFoundError(
+                f"Zotero says not found while {doing}.", "Sync the library; the item may have been deleted."
+            ) from exc
         except (ze.UserNotAuthorisedError, ze.MissingCredentialsError) as exc:
-            raise LibraryError(f"Zotero refused access while {doing}: {self._redact(str(exc))[:300]}",
-                               "Check the API key (it needs library and notes access, and write access to "
-                               "save) — for the local API, approve zocrates_nb in Zotero.") from exc
+            raise LibraryError(
+                f"Zotero refused access while {doing}: {self._redact(str(exc))[:300]}",
+                "Check the API key (it needs library and notes access, and write access to "
+                "save) — for the local API, approve zocrates_nb in Zotero.",
+            ) from exc
         except ze.PyZoteroError as exc:
-            raise LibraryError(f"Zotero API error while {doing}: {self._redact(str(exc))[:500]}",
-                               "Retry later; if it persists, check the library settings.") from exc
+            raise LibraryError(
+                f"Zotero API error while {doing}: {self._redact(str(exc))[:500]}",
+                "Retry later; if it persists, check the library settings.",
+            ) from exc
         except httpx2.HTTPError as exc:
-            raise LibraryError(f"Could not reach Zotero at {self.base_url} while {doing}: "
-                               f"{self._redact(str(exc))[:300]}",
-                               "Check the network, or for the local API that Zotero is running with "
-                               "'Allow other applications to communicate with Zotero' enabled.") from exc
+            raise LibraryError(
+                f"Could not reach Zotero at {self.base_url} while {doing}: {self._redact(str(exc))[:300]}",
+                "Check the network, or for the local API that Zotero is running with "
+                "'Allow other applications to communicate with Zotero' enabled.",
+            ) from exc
 
     def _cached_version(self) -> int | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
@@ -144,31 +173,49 @@ class ZoteroWebLibrary:
         with self._lock, self._api_errors("syncing"):
             since = self._cached_version() or 0
             zot = self._zot
-            items, version = self._fetch_all(lambda: zot.items(since=since, includeTrashed=1,
-                                                               limit=self.page_size))
+            items, version = self._fetch_all(lambda: zot.items(since=since, includeTrashed=1, limit=self.page_size))
             collections, _ = self._fetch_all(lambda: zot.collections(since=since, limit=self.page_size))
             deleted = zot.deleted(since=since) if since else {}
             texts = self._fetch_fulltext(since)
             with self._txn() as db:
                 for obj in items:
                     data = obj["data"]
-                    db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
-                               (obj["key"], int(obj.get("version", 0)), data.get("itemType", ""),
-                                data.get("parentItem") or None, 1 if data.get("deleted") else 0,
-                                json.dumps(obj, ensure_ascii=False)))
+                    db.execute(
+                        "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            obj["key"],
+                            int(obj.get("version", 0)),
+                            data.get("itemType", ""),
+                            data.get("parentItem") or None,
+                            1 if data.get("deleted") else 0,
+                            json.dumps(obj, ensure_ascii=False),
+                        ),
+                    )
                 for obj in collections:
                     data = obj["data"]
-                    db.execute("INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?, ?)",
-                               (obj["key"], int(obj.get("version", 0)), data.get("name", ""),
-                                data.get("parentCollection") or None, 1 if data.get("deleted") else 0))
+                    db.execute(
+                        "INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?, ?)",
+                        (
+                            obj["key"],
+                            int(obj.get("version", 0)),
+                            data.get("name", ""),
+                            data.get("parentCollection") or None,
+                            1 if data.get("deleted") else 0,
+                        ),
+                    )
                 gone_items, gone_colls = deleted.get("items") or [], deleted.get("collections") or []
                 db.executemany("DELETE FROM items WHERE key = ?", [(k,) for k in gone_items])
                 db.executemany("DELETE FROM collections WHERE key = ?", [(k,) for k in gone_colls])
                 db.executemany("INSERT OR REPLACE INTO fulltext VALUES (?, ?, ?)", texts)
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(max(version, since)),))
             self._last_sync_error = None
-            return {"items": len(items), "collections": len(collections),
-                    "deleted": len(gone_items) + len(gone_colls), "since": since, "version": max(version, since)}
+            return {
+                "items": len(items),
+                "collections": len(collections),
+                "deleted": len(gone_items) + len(gone_colls),
+                "since": since,
+                "version": max(version, since),
+            }
 
     def _fetch_fulltext(self, since: int) -> list[tuple[str, int, str]]:
         """(attachment key, version, text) changed since ``since`` (the local API has no /fulltext: none)."""
@@ -200,22 +247,32 @@ class ZoteroWebLibrary:
         with self._lock:
             self._db.execute("BEGIN")
             try:
-                notes = tuple(note_from_object(json.loads(r[0])) for r in
-                              self._db.execute(VISIBLE_NOTES + " ORDER BY i.key"))
+                notes = tuple(
+                    note_from_object(json.loads(r[0])) for r in self._db.execute(VISIBLE_NOTES + " ORDER BY i.key")
+                )
                 placeholders = ", ".join("?" * len(_SKIP_TYPES))
                 texts: dict[str, list[str]] = {}
                 for parent, content in self._db.execute(PAPER_FULLTEXT):
                     texts.setdefault(parent, []).append(content)
-                papers = tuple(with_text(paper_from_object(json.loads(r[0])), texts) for r in self._db.execute(
-                    f"SELECT obj FROM items WHERE deleted = 0 AND item_type NOT IN ({placeholders}) "
-                    "ORDER BY key", _SKIP_TYPES))
-                collections = tuple(Collection(k, n, p) for k, n, p in self._db.execute(
-                    "SELECT key, name, parent_key FROM collections WHERE deleted = 0 ORDER BY name"))
+                papers = tuple(
+                    with_text(paper_from_object(json.loads(r[0])), texts)
+                    for r in self._db.execute(
+                        f"SELECT obj FROM items WHERE deleted = 0 AND item_type NOT IN ({placeholders}) ORDER BY key",
+                        _SKIP_TYPES,
+                    )
+                )
+                collections = tuple(
+                    Collection(k, n, p)
+                    for k, n, p in self._db.execute(
+                        "SELECT key, name, parent_key FROM collections WHERE deleted = 0 ORDER BY name"
+                    )
+                )
                 version = self._cached_version()
             finally:
                 self._db.execute("COMMIT")
-        return with_valid_keys(LibrarySnapshot(papers=papers, notes=notes, collections=collections,
-                                               version=version, failures=failures))
+        return with_valid_keys(
+            LibrarySnapshot(papers=papers, notes=notes, collections=collections, version=version, failures=failures)
+        )
 
     def get_note(self, key: str) -> Note | None:
         with self._lock:
@@ -224,8 +281,7 @@ class ZoteroWebLibrary:
 
     def get_paper(self, key: str) -> Paper | None:
         with self._lock:
-            row = self._db.execute("SELECT obj, item_type FROM items WHERE key = ? AND deleted = 0",
-                                   (key,)).fetchone()
+            row = self._db.execute("SELECT obj, item_type FROM items WHERE key = ? AND deleted = 0", (key,)).fetchone()
         if not row or row[1] in _SKIP_TYPES:
             return None
         with self._lock:
@@ -236,10 +292,17 @@ class ZoteroWebLibrary:
     def _store(self, obj: dict) -> None:
         data = obj["data"]
         with self._txn() as db:
-            db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
-                       (obj["key"], int(obj.get("version", 0)), data.get("itemType", ""),
-                        data.get("parentItem") or None, 1 if data.get("deleted") else 0,
-                        json.dumps(obj, ensure_ascii=False)))
+            db.execute(
+                "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    obj["key"],
+                    int(obj.get("version", 0)),
+                    data.get("itemType", ""),
+                    data.get("parentItem") or None,
+                    1 if data.get("deleted") else 0,
+                    json.dumps(obj, ensure_ascii=False),
+                ),
+            )
 
     # -- writes ---------------------------------------------------------
     def _send_write(self, doing: str, send: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
@@ -257,7 +320,7 @@ class ZoteroWebLibrary:
                 response, body = send()
             except ze.TooManyRetriesError:
                 server_wait = self._zot.backoff_until - time.time()
-                self._backoff_until = time.monotonic() + (server_wait if server_wait > 0 else 2.0 ** attempt)
+                self._backoff_until = time.monotonic() + (server_wait if server_wait > 0 else 2.0**attempt)
                 continue
             headers = response.headers if response is not None else {}
             delay = headers.get("Retry-After") or headers.get("Backoff")
@@ -266,23 +329,25 @@ class ZoteroWebLibrary:
             except ValueError:
                 delay_s = None
             if response is not None and response.status_code in _RETRY_STATUSES:
-                self._backoff_until = time.monotonic() + (delay_s if delay_s is not None else 2.0 ** attempt)
+                self._backoff_until = time.monotonic() + (delay_s if delay_s is not None else 2.0**attempt)
                 continue
             if delay_s:
                 self._backoff_until = time.monotonic() + delay_s
             return response, body
-        raise LibraryError(f"Zotero kept refusing the write ({doing}) after {self.max_write_attempts} attempts "
-                           "(rate limited).", "Wait a few minutes and save again; nothing was written.")
+        raise LibraryError(
+            f"Zotero kept refusing the write ({doing}) after {self.max_write_attempts} attempts (rate limited).",
+            "Wait a few minutes and save again; nothing was written.",
+        )
 
-    def create_note(self, html: str, *, parent_key: str | None = None,
-                    collection_keys: Sequence[str] = ()) -> Note:
+    def create_note(self, html: str, *, parent_key: str | None = None, collection_keys: Sequence[str] = ()) -> Note:
         """Create a note as HTML: a child of ``parent_key`` xor standalone in ``collection_keys``."""
         check_note_html(html)
         collection_keys = list(collection_keys or ())
         if parent_key and collection_keys:
-            raise LibraryError("A note can be a child of a paper or filed in collections, not both.",
-                               "Pass either parent_key or collection_keys (Zotero rejects child notes "
-                               "with collections).")
+            raise LibraryError(
+                "A note can be a child of a paper or filed in collections, not both.",
+                "Pass either parent_key or collection_keys (Zotero rejects child notes with collections).",
+            )
         zot = self._zot
         with self._lock, self._api_errors("creating a note"):
             template = dict(_NOTE_TEMPLATE) if self.local else zot.item_template("note")
@@ -305,8 +370,10 @@ class ZoteroWebLibrary:
                 entry = next(iter(failed.values()))
                 message, code = entry.get("message", "unknown error"), entry.get("code")
                 cls = NotFoundError if "doesn't exist" in message or code == 404 else LibraryError
-                raise cls(f"Zotero refused the note (HTTP {code}): {message}",
-                          "Check the parent paper / collection keys (sync first) and try again.")
+                raise cls(
+                    f"Zotero refused the note (HTTP {code}): {message}",
+                    "Check the parent paper / collection keys (sync first) and try again.",
+                )
             obj = (body.get("successful") or {}).get("0")
             if obj is None:
                 obj = zot.item((body.get("success") or {})["0"])
@@ -340,7 +407,7 @@ class ZoteroWebLibrary:
                     return None, 428
                 return zot.request, 204
 
-            for _ in range(2):       # a second round only after a 428 (version missing) re-read
+            for _ in range(2):  # a second round only after a 428 (version missing) re-read
                 _, status = self._send_write(f"updating note {key}", send)
                 if status == 204:
                     obj = zot.item(key)
@@ -352,10 +419,10 @@ class ZoteroWebLibrary:
                     raise NoteConflictError(
                         f"Note {key} was changed in Zotero since it was read (we had version {version}, "
                         f"Zotero has {fresh['version']}); your edit was not saved over it.",
-                        "Sync, look at the current note, and save your change again.")
-                version = zot.item(key)["version"]          # 428: the server wants a version
-            raise LibraryError(f"Zotero kept asking for the version of note {key} (HTTP 428).",
-                               "Sync and try again.")
+                        "Sync, look at the current note, and save your change again.",
+                    )
+                version = zot.item(key)["version"]  # 428: the server wants a version
+            raise LibraryError(f"Zotero kept asking for the version of note {key} (HTTP 428).", "Sync and try again.")
 
     def close(self) -> None:
         with self._lock:
@@ -378,11 +445,15 @@ def authorize_local_key(base_url: str | None = None, app_name: str = "zocrates-n
     try:
         granted = zot.authorize_local(app_name)
     except ze.LocalAPIDeniedError as exc:
-        raise LibraryError("Zotero denied the request.", "Run `zocrates-nb library writer local` again and "
-                           "choose “Always Allow” in Zotero.") from exc
+        raise LibraryError(
+            "Zotero denied the request.",
+            "Run `zocrates-nb library writer local` again and choose “Always Allow” in Zotero.",
+        ) from exc
     except (ze.PyZoteroError, httpx2.HTTPError) as exc:
-        raise LibraryError(f"Zotero's local API did not answer the approval request: {str(exc)[:200]}",
-                           "Start Zotero 10 and enable Settings → Advanced → “Allow other applications on this "
-                           "computer to communicate with Zotero”, then run "
-                           "`zocrates-nb library writer local`.") from exc
+        raise LibraryError(
+            f"Zotero's local API did not answer the approval request: {str(exc)[:200]}",
+            "Start Zotero 10 and enable Settings → Advanced → “Allow other applications on this "
+            "computer to communicate with Zotero”, then run "
+            "`zocrates-nb library writer local`.",
+        ) from exc
     return {"key": granted["key"], "remember": bool(granted.get("remember")), "server_id": zot.server_id}

@@ -33,10 +33,13 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     web_app = serverapp.web_app
     web_app.settings["zocrates_paths"] = paths
     base_url = web_app.settings.get("base_url", "/")
-    web_app.add_handlers(".*$", [
-        (url_path_join(base_url, "zocrates", "status"), StatusHandler),
-        (url_path_join(base_url, "zocrates", "llm", "config"), LLMConfigHandler),
-    ])
+    web_app.add_handlers(
+        ".*$",
+        [
+            (url_path_join(base_url, "zocrates", "status"), StatusHandler),
+            (url_path_join(base_url, "zocrates", "llm", "config"), LLMConfigHandler),
+        ],
+    )
     serverapp.log.info("zocrates_nb: REST handlers at %szocrates/ (data directory %s)", base_url, paths.root)
 
 

@@ -31,14 +31,17 @@ _MAX_DEPTH = 32
 def _refuse_unsafe_values(value: Any, depth: int = 0) -> None:
     """Refuse nesting deeper than any setting has, and text that cannot be written as UTF-8."""
     if depth > _MAX_DEPTH:
-        raise ValidationError("The request body is nested too deeply.",
-                              hint="Send a flat JSON object such as {\"model\": \"...\"}.")
+        raise ValidationError(
+            "The request body is nested too deeply.", hint='Send a flat JSON object such as {"model": "..."}.'
+        )
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            raise ValidationError("A value contains invalid Unicode (a lone surrogate such as \\ud800).",
-                                  hint="Send text made of valid Unicode characters.") from None
+            raise ValidationError(
+                "A value contains invalid Unicode (a lone surrogate such as \\ud800).",
+                hint="Send text made of valid Unicode characters.",
+            ) from None
     elif isinstance(value, dict):
         for key, item in value.items():
             _refuse_unsafe_values(key, depth + 1)
@@ -54,26 +57,34 @@ def parse_llm_config_body(body: bytes) -> dict[str, Any]:
     Messages name fields, never values: a value could be a secret.
     """
     if len(body) > MAX_BODY_BYTES:
-        raise ValidationError(f"The request body is {len(body):,} bytes; at most {MAX_BODY_BYTES:,} are accepted.",
-                              hint="Send only the settings to change.")
+        raise ValidationError(
+            f"The request body is {len(body):,} bytes; at most {MAX_BODY_BYTES:,} are accepted.",
+            hint="Send only the settings to change.",
+        )
     try:
         payload = json.loads(body.decode("utf-8")) if body.strip() else None
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ValidationError("The request body is not valid JSON.",
-                              hint="Send a JSON object such as {\"base_url\": \"...\", \"model\": \"...\"}.") from None
+        raise ValidationError(
+            "The request body is not valid JSON.",
+            hint='Send a JSON object such as {"base_url": "...", "model": "..."}.',
+        ) from None
     except RecursionError:
-        raise ValidationError("The request body is nested too deeply.",
-                              hint="Send a flat JSON object such as {\"model\": \"...\"}.") from None
+        raise ValidationError(
+            "The request body is nested too deeply.", hint='Send a flat JSON object such as {"model": "..."}.'
+        ) from None
     _refuse_unsafe_values(payload)
     if not isinstance(payload, dict) or not payload:
-        raise ValidationError("The request body must be a non-empty JSON object.",
-                              hint=f"Accepted fields: {', '.join(ACCEPTED_FIELDS)}.")
+        raise ValidationError(
+            "The request body must be a non-empty JSON object.", hint=f"Accepted fields: {', '.join(ACCEPTED_FIELDS)}."
+        )
     unknown = sorted(set(payload) - set(ACCEPTED_FIELDS))
     if unknown:
         shown = ", ".join(name[:40] for name in unknown[:10])
-        raise ValidationError(f"Unknown field(s): {shown}.",
-                              hint=f"Accepted fields: {', '.join(ACCEPTED_FIELDS)}. API keys are not accepted "
-                                   "over REST: set the environment variable named by api_key_env.")
+        raise ValidationError(
+            f"Unknown field(s): {shown}.",
+            hint=f"Accepted fields: {', '.join(ACCEPTED_FIELDS)}. API keys are not accepted "
+            "over REST: set the environment variable named by api_key_env.",
+        )
     return payload
 
 
@@ -122,8 +133,9 @@ class LLMConfigHandler(_ZocratesHandler):
             await loop.run_in_executor(None, apply_llm_config, store, payload)
         except ValidationError as exc:
             # profile_limit lets the editor show "n / limit" next to the error.
-            self._write_json(400, {"error": "ValidationError", "message": exc.message, "hint": exc.hint,
-                                   "profile_limit": limit})
+            self._write_json(
+                400, {"error": "ValidationError", "message": exc.message, "hint": exc.hint, "profile_limit": limit}
+            )
             return
         except ZocratesError as exc:
             self._write_problem(500, exc)

@@ -12,9 +12,11 @@ where the researcher is looking, and re-raised to code callers.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field as dc_field
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import anywidget
 import ipywidgets as widgets
@@ -53,7 +55,7 @@ class ChatMessage:
     text: str
     answer: Any = None
     saved: Any = None
-    widget: Any = dc_field(default=None, repr=False)   # the bubble (HTML widget or _AssistantBubble)
+    widget: Any = dc_field(default=None, repr=False)  # the bubble (HTML widget or _AssistantBubble)
 
 
 class ChatPanel:
@@ -79,7 +81,7 @@ class ChatPanel:
         self.error.add_class("zc-chat-error")
         self.status = widgets.HTML("")
         self.status.add_class("zc-chat-status")
-        for line in (self.error, self.status):      # empty lines take no room in the panel
+        for line in (self.error, self.status):  # empty lines take no room in the panel
             line.layout.display = "none"
             line.observe(_hide_when_empty, names="value")
 
@@ -87,35 +89,46 @@ class ChatPanel:
         self.input.add_class("zc-chat-input")
         self.input.on_msg(self._on_input_msg)
 
-        self.collection_picker = widgets.Dropdown(description="Collection:", options=[(NO_COLLECTION, _NONE)],
-                                                  style={"description_width": "initial"})
+        self.collection_picker = widgets.Dropdown(
+            description="Collection:", options=[(NO_COLLECTION, _NONE)], style={"description_width": "initial"}
+        )
         self.collection_picker.add_class("zc-save-collection")
-        self.parent_picker = widgets.Dropdown(description="or child of:", options=[(NO_PARENT, _NONE)],
-                                              style={"description_width": "initial"})
+        self.parent_picker = widgets.Dropdown(
+            description="or child of:", options=[(NO_PARENT, _NONE)], style={"description_width": "initial"}
+        )
         self.parent_picker.add_class("zc-save-parent")
-        self.paper_search = widgets.Text(placeholder="type to find a paper (title, author, year)…",
-                                         continuous_update=True, layout=widgets.Layout(width="18em"))
+        self.paper_search = widgets.Text(
+            placeholder="type to find a paper (title, author, year)…",
+            continuous_update=True,
+            layout=widgets.Layout(width="18em"),
+        )
         self.paper_search.add_class("zc-save-paper-search")
         self.paper_search.observe(lambda change: self.filter_parents(change["new"]), names="value")
         self._suggested: str | None = None
         self._fill_pickers()
         self.collection_picker.observe(self._picked_collection, names="value")
         self.parent_picker.observe(self._picked_parent, names="value")
-        self.save_session_button = widgets.Button(description="Save session as Note", icon="save",
-                                                  tooltip="Save the whole conversation as one note",
-                                                  layout=widgets.Layout(width="auto"))
+        self.save_session_button = widgets.Button(
+            description="Save session as Note",
+            icon="save",
+            tooltip="Save the whole conversation as one note",
+            layout=widgets.Layout(width="auto"),
+        )
         self.save_session_button.add_class("zc-save-session")
         self.save_session_button.on_click(lambda _b: self._guarded(self.save_session))
 
         header = widgets.HTML(self._header_html())
         header.add_class("zc-chat-header")
-        save_row = widgets.HBox([self.collection_picker, self.paper_search, self.parent_picker,
-                                 self.save_session_button],
-                                layout=widgets.Layout(flex_flow="row wrap"))
+        save_row = widgets.HBox(
+            [self.collection_picker, self.paper_search, self.parent_picker, self.save_session_button],
+            layout=widgets.Layout(flex_flow="row wrap"),
+        )
         save_row.add_class("zc-chat-save-row")
         self.offer = self._offer_button()
-        self.root = widgets.VBox([header, *self.offer, self.log, self.error, self.input, save_row, self.status],
-                                 layout=widgets.Layout(width="100%"))
+        self.root = widgets.VBox(
+            [header, *self.offer, self.log, self.error, self.input, save_row, self.status],
+            layout=widgets.Layout(width="100%"),
+        )
         self.root.add_class("zc-chat")
 
     def _header_html(self) -> str:
@@ -124,8 +137,10 @@ class ChatPanel:
         except Exception as exc:  # a header must not stop the panel from opening
             source = f"library unavailable ({type(exc).__name__})"
         mode = "language model configured" if self._llm_configured() else "evidence-only mode (no LLM configured)"
-        return (f'<div class="zc-chat-title"><strong>Zocrates</strong> '
-                f'<span class="zc-muted">· {render.escape(source)} · {render.escape(mode)}</span></div>')
+        return (
+            f'<div class="zc-chat-title"><strong>Zocrates</strong> '
+            f'<span class="zc-muted">· {render.escape(source)} · {render.escape(mode)}</span></div>'
+        )
 
     def _llm_configured(self) -> bool:
         try:
@@ -178,8 +193,12 @@ class ChatPanel:
             offer = None
         if offer is None:
             return []
-        button = widgets.Button(description=offer.offer, icon="exchange", layout=widgets.Layout(width="auto"),
-                                tooltip=f"Switch this data directory to {offer.path} and sync it")
+        button = widgets.Button(
+            description=offer.offer,
+            icon="exchange",
+            layout=widgets.Layout(width="auto"),
+            tooltip=f"Switch this data directory to {offer.path} and sync it",
+        )
         button.add_class("zc-use-zotero")
 
         def use(_b: Any) -> None:
@@ -192,7 +211,7 @@ class ChatPanel:
 
     def _picked_collection(self, change: dict) -> None:
         if change["new"] and self.parent_picker.value:
-            self.parent_picker.value = _NONE        # a note is standalone xor a child
+            self.parent_picker.value = _NONE  # a note is standalone xor a child
 
     def _picked_parent(self, change: dict) -> None:
         if change["new"] and self.collection_picker.value:
@@ -277,8 +296,13 @@ class ChatPanel:
             return self.collection_picker.value or None, self.parent_picker.value or None
         return collection_key, parent_key
 
-    def save_answer(self, index: int = -1, collection_key: str | None = None,
-                    parent_key: str | None = None, title: str | None = None) -> Any:
+    def save_answer(
+        self,
+        index: int = -1,
+        collection_key: str | None = None,
+        parent_key: str | None = None,
+        title: str | None = None,
+    ) -> Any:
         """Save one answer as a note (default: the last; destination: the dropdowns). Returns SavedNote."""
         self._clear_error()
         try:
@@ -288,11 +312,14 @@ class ChatPanel:
             try:
                 message = answers[index]
             except IndexError:
-                raise ZocratesError(f"There is no answer number {index}; this chat has {len(answers)}.",
-                                    "Use an index between 0 and the number of answers − 1 (or −1 for the last).") from None
+                raise ZocratesError(
+                    f"There is no answer number {index}; this chat has {len(answers)}.",
+                    "Use an index between 0 and the number of answers − 1 (or −1 for the last).",
+                ) from None
             collection_key, parent_key = self._destination(collection_key, parent_key)
-            saved = self.workbench.save_answer(message.answer, collection_key=collection_key,
-                                               parent_key=parent_key, title=title)
+            saved = self.workbench.save_answer(
+                message.answer, collection_key=collection_key, parent_key=parent_key, title=title
+            )
         except Exception as exc:
             self._show_error(exc)
             raise
@@ -300,14 +327,16 @@ class ChatPanel:
         self._confirm(saved, bubble=message.widget)
         return saved
 
-    def save_session(self, collection_key: str | None = None, parent_key: str | None = None,
-                     title: str | None = None) -> Any:
+    def save_session(
+        self, collection_key: str | None = None, parent_key: str | None = None, title: str | None = None
+    ) -> Any:
         """Save the whole conversation as one note (destination: arguments, else the dropdowns)."""
         self._clear_error()
         try:
             collection_key, parent_key = self._destination(collection_key, parent_key)
-            saved = self.workbench.save_session(self.session, collection_key=collection_key,
-                                                parent_key=parent_key, title=title)
+            saved = self.workbench.save_session(
+                self.session, collection_key=collection_key, parent_key=parent_key, title=title
+            )
         except Exception as exc:
             self._show_error(exc)
             raise
@@ -318,12 +347,13 @@ class ChatPanel:
         text = render.saved_message(
             saved.title,
             collection=self._collection_names.get(saved.collection_key) if saved.collection_key else None,
-            parent=self._paper_titles.get(saved.parent_key, saved.parent_key) if saved.parent_key else None)
-        if getattr(saved, "destination", "") == "outbox":      # searchable now, but say where it really is
+            parent=self._paper_titles.get(saved.parent_key, saved.parent_key) if saved.parent_key else None,
+        )
+        if getattr(saved, "destination", "") == "outbox":  # searchable now, but say where it really is
             text += f" — not yet in Zotero: {saved.reason}"
         html = f'<span class="zc-saved">✓ {render.escape(text)}</span>'
         if isinstance(bubble, _AssistantBubble):
-            bubble.saved_line.value = html     # an answer's confirmation sits under that answer
+            bubble.saved_line.value = html  # an answer's confirmation sits under that answer
             self.status.value = ""
         else:
             self.status.value = html
@@ -344,9 +374,13 @@ class _AssistantBubble:
         self.body.add_class("zc-answer-body")
         self.sources = widgets.HTML("")
         self.sources.add_class("zc-sources-box")
-        self.save_button = widgets.Button(description="Save as Note", icon="bookmark", disabled=True,
-                                          tooltip="Save this answer as a Zotero note (destination below)",
-                                          layout=widgets.Layout(width="auto", flex="0 0 auto"))
+        self.save_button = widgets.Button(
+            description="Save as Note",
+            icon="bookmark",
+            disabled=True,
+            tooltip="Save this answer as a Zotero note (destination below)",
+            layout=widgets.Layout(width="auto", flex="0 0 auto"),
+        )
         self.save_button.add_class("zc-save-note")
         self.saved_line = widgets.HTML("")
         self.saved_line.add_class("zc-saved-line")
@@ -368,18 +402,17 @@ class _AssistantBubble:
     def finish(self, answer: Any) -> None:
         self.body.value = render.render_answer_body(getattr(answer, "text", ""))
         self.sources.value = render.render_sources(render.answer_sources(answer))
-        answer_number = len(self.panel.answers)   # this answer's index once appended
+        answer_number = len(self.panel.answers)  # this answer's index once appended
         self.panel.suggest_parent(answer)
         self.save_button.disabled = False
-        self.save_button.on_click(lambda _b: self.panel._guarded(
-            lambda: self.panel.save_answer(index=answer_number)))
+        self.save_button.on_click(lambda _b: self.panel._guarded(lambda: self.panel.save_answer(index=answer_number)))
 
     def failed(self, exc: BaseException) -> None:
         partial = "".join(self.buffer)
-        self.body.value = (render.markdown_to_html(partial) if partial else "") + \
-            '<p class="zc-muted">No answer (see the error below).</p>'
+        self.body.value = (
+            render.markdown_to_html(partial) if partial else ""
+        ) + '<p class="zc-muted">No answer (see the error below).</p>'
 
 
 def _hide_when_empty(change: dict) -> None:
     change["owner"].layout.display = None if change["new"] else "none"
-

@@ -21,7 +21,7 @@ TOP_N = 20
 
 def fold(text: str) -> str:
     """Lower case without accents ("Ståhl" matches "stahl")."""
-    if text.isascii():                      # the common case, ~50x faster than decomposing
+    if text.isascii():  # the common case, ~50x faster than decomposing
         return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
@@ -52,7 +52,7 @@ class PaperIndex:
         rows = [(p.key, p.title.replace("\n", " "), p.first_author, p.year or 0) for p in papers]
         if not rows:
             return cls((), (), (), (), (), ())
-        rows.sort(key=lambda r: -r[3])      # newest first (stable: the caller's order within a year)
+        rows.sort(key=lambda r: -r[3])  # newest first (stable: the caller's order within a year)
         keys, titles, authors, years = zip(*rows, strict=True)
         # fold in one call over one big string, not 20,000 small ones
         folded_titles = fold("\n".join(titles)).split("\n")
@@ -97,7 +97,7 @@ def collection_tree(collections: Sequence[Any]) -> list[tuple[str, str]]:
     seen: set[str] = set()
     while stack:
         node, depth = stack.pop()
-        if node.key in seen:        # a cycle in a damaged library must not loop forever
+        if node.key in seen:  # a cycle in a damaged library must not loop forever
             continue
         seen.add(node.key)
         out.append(("\u2003" * depth + ("└ " if depth else "") + node.name, node.key))

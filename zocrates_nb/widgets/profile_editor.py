@@ -55,8 +55,7 @@ class ProfileEditor(anywidget.AnyWidget):
 
         self.workbench = workbench
         limit = workbench.profile_limit
-        super().__init__(value=workbench.profile, placeholder=SAMPLE_RESEARCH_PROFILE,
-                         max_chars=limit, **kwargs)
+        super().__init__(value=workbench.profile, placeholder=SAMPLE_RESEARCH_PROFILE, max_chars=limit, **kwargs)
         self.add_class("zc-profile-editor")
         self.observe(self._recount_tokens, names="value")
         self._update_tokens(self.value)
@@ -89,8 +88,7 @@ class ProfileEditor(anywidget.AnyWidget):
             self._show_error(exc)
             raise
         saved = self.workbench.profile
-        self._say(f"✓ Saved ({len(saved)} characters)." if saved.strip() else "✓ Saved: the profile is empty.",
-                  "ok")
+        self._say(f"✓ Saved ({len(saved)} characters)." if saved.strip() else "✓ Saved: the profile is empty.", "ok")
 
     def clear(self) -> None:
         """Remove the saved profile and empty the box (the placeholder comes back)."""
