@@ -93,9 +93,10 @@ class Workbench:
         """Zotero sources are read through the outbox overlay (saved notes stay visible until Zotero has them)."""
         from .library.pending import PendingOverlay, is_zotero_source
         from .outbox import Outbox
+        from .saving import resolve_gone_waiting
 
         if is_zotero_source(source) and not isinstance(source, PendingOverlay):
-            return PendingOverlay(source, Outbox.for_paths(self.paths))
+            return PendingOverlay(source, Outbox.for_paths(self.paths), resolve_gone=resolve_gone_waiting)
         return source
 
     @cached_property

@@ -29,9 +29,12 @@ def is_zotero_source(source: Any) -> bool:
 class PendingOverlay:
     """Delegates to ``source``; adds outbox and waiting notes to ``snapshot`` and ``get_note``."""
 
-    def __init__(self, source: Any, outbox) -> None:
+    def __init__(self, source: Any, outbox, resolve_gone: Any = None) -> None:
+        """``resolve_gone(outbox, keys)`` → the waiting keys Zotero says are trashed or deleted (the wiring
+        passes ``saving.resolve_gone_waiting``; the library layer does not reach up into the writers)."""
         self.source = source
         self.outbox = outbox
+        self.resolve_gone = resolve_gone
 
     def __getattr__(self, name: str) -> Any:  # describe, get_paper, close, writable, sync, …
         return getattr(self.source, name)
@@ -53,10 +56,8 @@ class PendingOverlay:
         if arrived:
             self.outbox.forget_waiting(arrived)
         unseen = [entry.key for entry in self.outbox.waiting() if entry.key not in shown]
-        if unseen:
-            from ..saving import resolve_gone_waiting
-
-            for key in resolve_gone_waiting(self.outbox, unseen):
+        if unseen and self.resolve_gone is not None:
+            for key in self.resolve_gone(self.outbox, unseen):
                 pending.pop(key, None)
         extra = tuple(note for key, note in pending.items() if key not in shown)
         return dataclasses.replace(snap, notes=(*snap.notes, *extra)) if extra else snap
