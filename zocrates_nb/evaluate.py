@@ -126,6 +126,7 @@ def load_beir(dataset_dir: str | Path, split: str = "test") -> BeirDataset:
             f"{len(missing)} judged queries are not in queries.jsonl (e.g. {missing[0]}).",
             hint="Use the queries.jsonl that belongs to this dataset.",
         )
+    assert corpus_path is not None  # checked with the other files above
     return BeirDataset(root.name, root, split, corpus_path, sha256_file(corpus_path), queries, qrels)
 
 
@@ -166,19 +167,18 @@ def run_beir_eval(
     finally:
         index.close()
     metrics = evaluate_run(run, dataset.qrels)
-    result = {
+    seconds = round(time.perf_counter() - started, 2)
+    result: dict[str, Any] = {
         **{name: round(value, 4) for name, value in metrics.items()},
         "mode": mode,
         "split": split,
         "queries": len(dataset.qrels),
-        "seconds": round(time.perf_counter() - started, 2),
+        "seconds": seconds,
         "dataset": dataset.name,
         "index_built": built,
     }
     sink: EventSink = events if events is not None else NullEventSink()
-    sink.emit(
-        "eval", **{k: v for k, v in result.items() if k != "index_built"}, latency_ms=round(result["seconds"] * 1000, 1)
-    )
+    sink.emit("eval", **{k: v for k, v in result.items() if k != "index_built"}, latency_ms=round(seconds * 1000, 1))
     return result
 
 

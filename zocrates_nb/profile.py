@@ -9,6 +9,8 @@ at all, so a user who never writes one pays no tokens for it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from zocrates_nb.tokens import count_tokens
 
 PROFILE_HEADER = "# User Research Profile & Directives"
@@ -48,7 +50,7 @@ def format_user_research_profile_context(profile_text: str | None) -> str:
     return f"{PROFILE_HEADER}\n{PROFILE_INSTRUCTION}\n{stripped}\n\n"
 
 
-def profile_token_report(text: str | None, limit: int = 1000, encoding: str = "o200k_base") -> dict:
+def profile_token_report(text: str | None, limit: int = 1000, encoding: str = "o200k_base") -> dict[str, Any]:
     """Characters, limit, tokens of the formatted section and its share of a 128k context."""
     text = text or ""
     tokens = count_tokens(format_user_research_profile_context(text), encoding)

@@ -19,7 +19,7 @@ def in_notebook() -> bool:
     if ipython is None:
         return False
     try:
-        shell = ipython.get_ipython()  # type: ignore[attr-defined]
+        shell = ipython.get_ipython()
     except Exception:  # noqa: BLE001 - a half-initialised IPython is "not a notebook"
         return False
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"

@@ -59,4 +59,4 @@ def encode_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> list[int]:
 
 def decode_tokens(ids: Sequence[int], encoding: str = DEFAULT_ENCODING) -> str:
     """Text of token ids (inverse of ``encode_tokens`` on whole sequences)."""
-    return _encoding(encoding).decode(list(ids))
+    return str(_encoding(encoding).decode(list(ids)))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +104,7 @@ def format_hit(hit: SearchHit) -> str:
         lines.append(f"Abstract: {_one_line(abstract, _EXCERPT_WORDS)}")
         if not hit.chunk_id.endswith(":0"):  # the first passage is what the abstract summarises
             show_section = hit.section and hit.section.strip() != hit.title.strip()
-            where = f' (section "{_one_line(hit.section)}")' if show_section else ""
+            where = f' (section "{_one_line(hit.section or "")}")' if show_section else ""
             lines.append(f"Matching passage{where}: {_one_line(hit.text, _EXCERPT_WORDS)}")
         lines.append(f'Full note ({_word_count(hit)} words): call read_document("{hit.key}")')
         return "\n".join(lines)
@@ -119,7 +119,7 @@ def format_hit(hit: SearchHit) -> str:
     return "\n".join(lines)
 
 
-def format_evidence(query: str, hits: list[SearchHit], notices: list[str] = ()) -> str:
+def format_evidence(query: str, hits: list[SearchHit], notices: Sequence[str] = ()) -> str:
     """The whole tool result an agent reads: notices, a one-line summary, then one block per hit."""
     head = [f"Notice: {n}" for n in notices]
     if not hits:

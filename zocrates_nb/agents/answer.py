@@ -114,7 +114,7 @@ class TurnUsage:
         slot.setdefault("model", usage.get("model"))
 
     def as_dict(self) -> dict:
-        total = {name: 0 for name in ROLE_FIELDS}
+        total: dict[str, Any] = {name: 0 for name in ROLE_FIELDS}
         for slot in self.by_role.values():
             for name in ROLE_FIELDS:
                 if name == "cost_usd":

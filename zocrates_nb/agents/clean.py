@@ -14,7 +14,7 @@ the same result as cleaning the whole text.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 _K = r"[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}"
 _NOT_WORD_BEFORE = r"(?<![A-Za-z0-9_])"
@@ -107,7 +107,7 @@ class StreamCleaner:
     the current line, or a trailing "key") and otherwise released at whitespace.
     """
 
-    def __init__(self, key_map: Mapping[str, str], emit) -> None:
+    def __init__(self, key_map: Mapping[str, str], emit: Callable[[str], None]) -> None:
         self.key_map = key_map
         self.emit = emit
         self._pending = ""

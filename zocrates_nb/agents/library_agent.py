@@ -212,7 +212,9 @@ class LibrarySearchAgent:
 def select_evidence(evidence: list[dict], limit_chars: int = MAX_EVIDENCE_CHARS) -> list[dict]:
     """Evidence for the synthesizer: read documents replace their own snippets; duplicates dropped."""
     read = {e["key"] for e in evidence if e["source"] == "read_document"}
-    chosen, seen, used = [], set(), 0
+    chosen: list[dict] = []
+    seen: set = set()
+    used = 0
     for item in evidence:
         if item["source"] == "search_corpus" and item["key"] in read:
             continue

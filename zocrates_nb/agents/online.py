@@ -52,10 +52,10 @@ class LibraryIdentity:
         return identity
 
     def add(self, doi: str | None, title: str | None) -> None:
-        if normalize_doi(doi):
-            self.dois.add(normalize_doi(doi))
-        if normalize_title(title):
-            self.titles.add(normalize_title(title))
+        if doi_key := normalize_doi(doi):
+            self.dois.add(doi_key)
+        if title_key := normalize_title(title):
+            self.titles.add(title_key)
 
     def holds(self, candidate: Candidate) -> bool:
         return (candidate.doi is not None and candidate.doi in self.dois) or normalize_title(

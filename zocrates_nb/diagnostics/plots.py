@@ -8,6 +8,8 @@ Jupyter's inline backend still displays a returned Figure.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -15,7 +17,7 @@ _MUTED = "#6b7280"
 _COLOURS = {"lexical": "#2563eb", "dense": "#d97706", "hybrid": "#059669", "all": "#374151"}
 
 
-def _figure(title: str, width: float = 6.4, height: float = 3.6) -> tuple[Figure, object]:
+def _figure(title: str, width: float = 6.4, height: float = 3.6) -> tuple[Figure, Any]:
     fig = Figure(figsize=(width, height), layout="constrained")
     ax = fig.add_subplot()
     ax.set_title(title, loc="left", fontsize=11)

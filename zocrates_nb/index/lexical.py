@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from zocrates_nb.index import fts
 from zocrates_nb.index.ranking import TermPlan, candidate_budget, plan_terms
@@ -20,7 +21,7 @@ __all__ = ["plan_match", "DocumentFrequencies", "lexical_search"]
 
 
 def _any(terms: Iterable[str]) -> str:
-    return " OR ".join(fts.quote_fts(t) for t in terms)
+    return " OR ".join(quoted for t in terms if (quoted := fts.quote_fts(t)))
 
 
 def plan_match(plan: TermPlan) -> tuple[str | None, float]:
@@ -53,7 +54,7 @@ class DocumentFrequencies:
         self._version: tuple[int, int] | None = None
         self._rows = 0
         self._counts: dict[str, int] = {}
-        self._filtered: dict[tuple, int] = {}
+        self._filtered: dict[tuple[Any, ...], int] = {}
 
     def _current(self, conn: sqlite3.Connection) -> None:
         version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)

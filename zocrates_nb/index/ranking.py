@@ -225,7 +225,7 @@ class SearchHit:
     year: int | None = None
     collections: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["collections"] = list(self.collections)
         return out
