@@ -13,16 +13,21 @@ Everything here is pure: a string in, a string (plus warnings) out.
 
 from __future__ import annotations
 
-import html as html_lib
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
 import markdownify
 from bs4 import BeautifulSoup, NavigableString, Tag
+
+# citation wording and the parser-free text paths live beside this module; re-exported for callers
+from .citation import JsonDict as JsonDict
+from .citation import decode_json_attr
+from .citation import format_citation as format_citation
+from .html_text import MAX_TITLE_LENGTH as MAX_TITLE_LENGTH
+from .html_text import note_title as note_title
+from .html_text import plain_text_markdown as plain_text_markdown
 
 try:  # lxml parses ~25% faster; html.parser is the always-available fallback
     import lxml  # noqa: F401
@@ -33,7 +38,6 @@ except ImportError:  # pragma: no cover - lxml ships with the venv
 
 #: above this size markdownify takes seconds; such notes are converted as plain paragraphs
 LARGE_NOTE_CHARS = 2_000_000
-MAX_TITLE_LENGTH = 120
 
 #: elements whose content never reaches the Markdown (active content, media, form widgets)
 _DROP_TAGS = (
@@ -79,10 +83,6 @@ _INLINE_TOKEN = re.compile(_INLINE_OPEN + r"(\d+)" + _INLINE_CLOSE)
 _BLOCK_TOKEN = re.compile(r"(?m)^(?P<prefix>[ \t]*(?:>[ \t]?)*)" + _BLOCK_OPEN + r"(\d+)" + _BLOCK_CLOSE)
 
 
-#: A decoded JSON object (CSL item data, a citation item).
-JsonDict = dict[str, Any]
-
-
 class _Converter(markdownify.MarkdownConverter):
     """markdownify with the few overrides a note needs."""
 
@@ -108,75 +108,12 @@ _OPTIONS: dict[str, Any] = dict(
 )
 
 
-def _decode_json_attr(value: str | None) -> object | None:
-    """Zotero stores JSON attributes as encodeURIComponent(JSON.stringify(obj))."""
-    if not value:
-        return None
-    try:
-        decoded: object = json.loads(unquote(value))
-    except (ValueError, TypeError):
-        return None
-    return decoded
-
-
 def _attr(tag: Tag, name: str) -> str | None:
     """An attribute as one string (bs4 hands multi-valued attributes such as ``class`` back as lists)."""
     value = tag.get(name)
     if value is None or isinstance(value, str):
         return value
     return " ".join(value)
-
-
-def _year_of(item_data: JsonDict) -> str:
-    issued = item_data.get("issued") or {}
-    if isinstance(issued, dict):
-        parts = issued.get("date-parts") or []
-        if parts and parts[0] and str(parts[0][0]).strip():
-            return str(parts[0][0]).strip()
-        raw = str(issued.get("raw") or issued.get("literal") or "")
-    else:
-        raw = str(issued)
-    match = re.search(r"\b(1[5-9]\d\d|20\d\d)\b", raw)
-    return match.group(1) if match else ""
-
-
-def _author_of(item_data: JsonDict) -> str:
-    names = []
-    for person in item_data.get("author") or item_data.get("editor") or []:
-        if isinstance(person, dict):
-            name = person.get("family") or person.get("literal") or person.get("given") or ""
-            if name:
-                names.append(str(name))
-    if not names:
-        return str(item_data.get("title") or "")[:60]
-    if len(names) == 1:
-        return names[0]
-    if len(names) == 2:
-        return f"{names[0]} & {names[1]}"
-    return f"{names[0]} et al."
-
-
-def _format_citation_item(item: JsonDict, known: dict[str, JsonDict]) -> str:
-    """One citation item → "Author et al., Year, p. 3" (CSL itemData inline or from the wrapper)."""
-    uris = item.get("uris") or []
-    item_data = item.get("itemData") or next((known[u] for u in uris if u in known), None) or {}
-    parts = [p for p in (_author_of(item_data), _year_of(item_data)) if p]
-    if not parts and uris:
-        parts = [f"item {str(uris[0]).rstrip('/').rsplit('/', 1)[-1]}"]
-    locator = str(item.get("locator") or "").strip()
-    if locator:
-        label = str(item.get("label") or "page")
-        parts.append(f"p. {locator}" if label == "page" else f"{label} {locator}")
-    return ", ".join(parts) or "citation"
-
-
-def format_citation(data_citation: str | None, known: dict[str, JsonDict]) -> str:
-    """A ``data-citation`` attribute → "(Author et al., Year, p. 3; Other, Year)"."""
-    data = _decode_json_attr(data_citation)
-    items = data.get("citationItems") if isinstance(data, dict) else None
-    if not isinstance(items, list) or not items:
-        return "(citation)"
-    return "(" + "; ".join(_format_citation_item(i, known) for i in items if isinstance(i, dict)) + ")"
 
 
 _REWRITE_KINDS = ("wrapper", "annotation", "citation", "block_math", "inline_math", "img", "strike", "a", "items")
@@ -316,7 +253,7 @@ class _Rewriter:
     def _citation_items(holders: list[Tag]) -> dict[str, JsonDict]:
         known: dict[str, JsonDict] = {}
         for holder in holders:
-            items = _decode_json_attr(_attr(holder, "data-citation-items"))
+            items = decode_json_attr(_attr(holder, "data-citation-items"))
             for item in items if isinstance(items, list) else []:
                 if isinstance(item, dict) and isinstance(item.get("itemData"), dict):
                     for uri in item.get("uris") or []:
@@ -335,7 +272,7 @@ class _Rewriter:
 
     def _annotation(self, soup: BeautifulSoup, span: Tag) -> None:
         """A highlight/underline annotation → ``“text” (p. 12)``, its paragraph made a quote."""
-        data = _decode_json_attr(_attr(span, "data-annotation"))
+        data = decode_json_attr(_attr(span, "data-annotation"))
         data = data if isinstance(data, dict) else {}
         page = str(data.get("pageLabel") or "").strip()
         if not page and isinstance(data.get("citationItem"), dict):
@@ -363,7 +300,7 @@ class _Rewriter:
         self.images += 1
         alt = " ".join((_attr(img, "alt") or _attr(img, "title") or "").split())
         if not alt and img.has_attr("data-annotation"):
-            data = _decode_json_attr(_attr(img, "data-annotation"))
+            data = decode_json_attr(_attr(img, "data-annotation"))
             page = data.get("pageLabel") if isinstance(data, dict) else None
             alt = f"image annotation, p. {page}" if page else "image annotation"
         img.replace_with(self._inline_token(soup, f"[image: {alt}]" if alt else "[image]"))
@@ -397,21 +334,6 @@ def _tidy(markdown: str) -> str:
     return markdown.strip() + "\n" if markdown.strip() else ""
 
 
-_BLOCK_END = re.compile(r"</(?:p|div|h[1-6]|li|tr|blockquote|pre|table|ul|ol)\s*>|<br\s*/?>|<hr\s*/?>", re.I)
-_ACTIVE_BLOCK = re.compile(r"<(script|style|noscript|template|iframe|object|svg)\b.*?</\1\s*>", re.I | re.S)
-_TAG = re.compile(r"<[^>]*>")
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
-
-
-def plain_text_markdown(html: str) -> str:
-    """Fast tag-stripping conversion for very large notes: paragraphs kept, markup dropped."""
-    text = _ACTIVE_BLOCK.sub(" ", _COMMENT.sub(" ", html))
-    text = _BLOCK_END.sub("\n\n", text)
-    text = html_lib.unescape(_TAG.sub("", text))
-    paragraphs = (" ".join(p.split()) for p in re.split(r"\n\s*\n", text))
-    return "\n\n".join(p for p in paragraphs if p) + "\n"
-
-
 def html_to_markdown_with_warnings(html: str) -> tuple[str, list[str]]:
     """Convert a note's HTML; returns the Markdown and human-readable warnings (never raises on content)."""
     if not html.strip():
@@ -437,29 +359,3 @@ def html_to_markdown_with_warnings(html: str) -> tuple[str, list[str]]:
 def note_html_to_markdown(html: str) -> str:
     """Zotero note HTML → Markdown (see module docstring for the Zotero-specific rules)."""
     return html_to_markdown_with_warnings(html)[0]
-
-
-_TITLE_BLOCK_END = re.compile(r"(</(?:h\d|p|div)+>)")
-_TITLE_BR = re.compile(r"<br\s*/?>")
-_FIRST_LINE_OPEN_TAG = re.compile(r"^<[^>\n]+[^/]>\n")
-
-
-def note_title(html: str, *, stop_at_line_break: bool = False) -> str:
-    """Zotero's ``noteToTitle``: first line of the note's text, at most 120 characters.
-
-    Follows zotero/utilities ``utilities_item.js`` step by step (block ends become
-    line breaks, ``<br>`` a space, tags stripped, entities decoded), after first
-    removing script/style blocks so that active content never becomes a title.
-    """
-    orig = html
-    text = _ACTIVE_BLOCK.sub("", _COMMENT.sub("", html)).strip()
-    text = _TITLE_BLOCK_END.sub(r"\1\n", text)
-    text = _TITLE_BR.sub("\n" if stop_at_line_break else " ", text)
-    text = html_lib.unescape(_TAG.sub("", text))
-    if _FIRST_LINE_OPEN_TAG.match(orig):
-        text = text.strip()
-    title = text[:MAX_TITLE_LENGTH]
-    newline = title.find("\n")
-    if newline > -1:
-        title = title[:newline]
-    return title.strip()

@@ -20,8 +20,6 @@ The API key lives in the pyzotero client only; it never appears in messages or r
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,21 +32,13 @@ from pyzotero import Zotero
 from pyzotero import errors as ze
 
 from ..errors import LibraryError, NotFoundError
-from ..sqlite_tx import immediate_transaction
-from .base import Collection, LibrarySnapshot, Note, Paper, check_note_html, with_valid_keys
-from .zotero_web_objects import (
-    CACHE_SCHEMA,
-    PAPER_FULLTEXT,
-    VISIBLE_NOTES,
-    note_from_object,
-    paper_from_object,
-    with_text,
-)
+from .base import LibrarySnapshot, Note, Paper, check_note_html, with_valid_keys
+from .zotero_web_cache import WebCache
+from .zotero_web_objects import note_from_object
 
 WEB_API = "https://api.zotero.org"
 LOCAL_API = "http://localhost:23119/api"
 _RETRY_STATUSES = (429, 503)
-_SKIP_TYPES = ("note", "attachment", "annotation")
 _NOTE_TEMPLATE = {"itemType": "note", "note": "", "tags": [], "collections": [], "relations": {}}
 
 
@@ -97,31 +87,10 @@ class ZoteroWebLibrary:
         self._backoff_until = 0.0
         self._last_sync_error: str | None = None
         self.cache_path = Path(cache_path) if cache_path else None
-        if self.cache_path:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(
-            str(self.cache_path) if self.cache_path else ":memory:",
-            check_same_thread=False,
-            isolation_level=None,
-            timeout=30.0,
-        )
-        self._db.execute("PRAGMA busy_timeout = 30000")
-        if self.cache_path:
-            self._db.execute("PRAGMA journal_mode = WAL")
-        with self._txn() as db:
-            for statement in CACHE_SCHEMA:
-                db.execute(statement)
-            identity = f"{self.library_type}s/{self.library_id}@{self.base_url}"
-            row = db.execute("SELECT value FROM meta WHERE key = 'library'").fetchone()
-            if row and row[0] != identity:  # another library: start the cache afresh
-                for table in ("items", "collections", "meta"):
-                    db.execute(f"DELETE FROM {table}")
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('library', ?)", (identity,))
+        identity = f"{self.library_type}s/{self.library_id}@{self.base_url}"
+        self._cache = WebCache(self.cache_path, identity, self._lock)
 
     # -- plumbing -------------------------------------------------------
-    def _txn(self):
-        return immediate_transaction(self._db, self._lock)
-
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
 
@@ -154,10 +123,6 @@ class ZoteroWebLibrary:
                 "'Allow other applications to communicate with Zotero' enabled.",
             ) from exc
 
-    def _cached_version(self) -> int | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
-        return int(row[0]) if row else None
-
     # -- sync -----------------------------------------------------------
     def _fetch_all(self, first_page: Callable[[], list]) -> tuple[list, int]:
         """One listing, following ``Link: rel=next``; the version is the first page's."""
@@ -171,48 +136,18 @@ class ZoteroWebLibrary:
     def sync(self) -> dict:
         """Fetch what changed since the cached library version; returns counts and the new version."""
         with self._lock, self._api_errors("syncing"):
-            since = self._cached_version() or 0
+            since = self._cache.version() or 0
             zot = self._zot
             items, version = self._fetch_all(lambda: zot.items(since=since, includeTrashed=1, limit=self.page_size))
             collections, _ = self._fetch_all(lambda: zot.collections(since=since, limit=self.page_size))
             deleted = zot.deleted(since=since) if since else {}
             texts = self._fetch_fulltext(since)
-            with self._txn() as db:
-                for obj in items:
-                    data = obj["data"]
-                    db.execute(
-                        "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
-                        (
-                            obj["key"],
-                            int(obj.get("version", 0)),
-                            data.get("itemType", ""),
-                            data.get("parentItem") or None,
-                            1 if data.get("deleted") else 0,
-                            json.dumps(obj, ensure_ascii=False),
-                        ),
-                    )
-                for obj in collections:
-                    data = obj["data"]
-                    db.execute(
-                        "INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?, ?)",
-                        (
-                            obj["key"],
-                            int(obj.get("version", 0)),
-                            data.get("name", ""),
-                            data.get("parentCollection") or None,
-                            1 if data.get("deleted") else 0,
-                        ),
-                    )
-                gone_items, gone_colls = deleted.get("items") or [], deleted.get("collections") or []
-                db.executemany("DELETE FROM items WHERE key = ?", [(k,) for k in gone_items])
-                db.executemany("DELETE FROM collections WHERE key = ?", [(k,) for k in gone_colls])
-                db.executemany("INSERT OR REPLACE INTO fulltext VALUES (?, ?, ?)", texts)
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(max(version, since)),))
+            deleted_count = self._cache.apply_sync(items, collections, deleted, texts, max(version, since))
             self._last_sync_error = None
             return {
                 "items": len(items),
                 "collections": len(collections),
-                "deleted": len(gone_items) + len(gone_colls),
+                "deleted": deleted_count,
                 "since": since,
                 "version": max(version, since),
             }
@@ -240,69 +175,20 @@ class ZoteroWebLibrary:
         try:
             self.sync()
         except LibraryError as exc:
-            if self._cached_version() is None:
+            if self._cache.version() is None:
                 raise
             self._last_sync_error = exc.message
             failures = (("sync", f"using the cached library: {exc.message}"),)
-        with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                notes = tuple(
-                    note_from_object(json.loads(r[0])) for r in self._db.execute(VISIBLE_NOTES + " ORDER BY i.key")
-                )
-                placeholders = ", ".join("?" * len(_SKIP_TYPES))
-                texts: dict[str, list[str]] = {}
-                for parent, content in self._db.execute(PAPER_FULLTEXT):
-                    texts.setdefault(parent, []).append(content)
-                papers = tuple(
-                    with_text(paper_from_object(json.loads(r[0])), texts)
-                    for r in self._db.execute(
-                        f"SELECT obj FROM items WHERE deleted = 0 AND item_type NOT IN ({placeholders}) ORDER BY key",
-                        _SKIP_TYPES,
-                    )
-                )
-                collections = tuple(
-                    Collection(k, n, p)
-                    for k, n, p in self._db.execute(
-                        "SELECT key, name, parent_key FROM collections WHERE deleted = 0 ORDER BY name"
-                    )
-                )
-                version = self._cached_version()
-            finally:
-                self._db.execute("COMMIT")
+        papers, notes, collections, version = self._cache.read()
         return with_valid_keys(
             LibrarySnapshot(papers=papers, notes=notes, collections=collections, version=version, failures=failures)
         )
 
     def get_note(self, key: str) -> Note | None:
-        with self._lock:
-            row = self._db.execute(VISIBLE_NOTES + " AND i.key = ?", (key,)).fetchone()
-        return note_from_object(json.loads(row[0])) if row else None
+        return self._cache.get_note(key)
 
     def get_paper(self, key: str) -> Paper | None:
-        with self._lock:
-            row = self._db.execute("SELECT obj, item_type FROM items WHERE key = ? AND deleted = 0", (key,)).fetchone()
-        if not row or row[1] in _SKIP_TYPES:
-            return None
-        with self._lock:
-            one_paper = PAPER_FULLTEXT.replace("ORDER BY", "AND a.parent_key = ? ORDER BY")
-            texts = [c for _, c in self._db.execute(one_paper, (key,))]
-        return with_text(paper_from_object(json.loads(row[0])), {key: texts})
-
-    def _store(self, obj: dict) -> None:
-        data = obj["data"]
-        with self._txn() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    obj["key"],
-                    int(obj.get("version", 0)),
-                    data.get("itemType", ""),
-                    data.get("parentItem") or None,
-                    1 if data.get("deleted") else 0,
-                    json.dumps(obj, ensure_ascii=False),
-                ),
-            )
+        return self._cache.get_paper(key)
 
     # -- writes ---------------------------------------------------------
     def _send_write(self, doing: str, send: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
@@ -377,7 +263,7 @@ class ZoteroWebLibrary:
             obj = (body.get("successful") or {}).get("0")
             if obj is None:
                 obj = zot.item((body.get("success") or {})["0"])
-            self._store(obj)
+            self._cache.store(obj)
             return note_from_object(obj)
 
     def update_note(self, key: str, html: str) -> Note:
@@ -385,10 +271,10 @@ class ZoteroWebLibrary:
         check_note_html(html)
         zot = self._zot
         with self._lock, self._api_errors(f"updating note {key}"):
-            row = self._db.execute("SELECT version, item_type FROM items WHERE key = ?", (key,)).fetchone()
+            row = self._cache.version_and_type(key)
             if row is None:
                 obj = zot.item(key)
-                self._store(obj)
+                self._cache.store(obj)
                 row = (obj["version"], obj["data"].get("itemType"))
             if row[1] != "note":
                 raise NotFoundError(f"{key} is not a note in this library.", "Pass a note key.")
@@ -411,11 +297,11 @@ class ZoteroWebLibrary:
                 _, status = self._send_write(f"updating note {key}", send)
                 if status == 204:
                     obj = zot.item(key)
-                    self._store(obj)
+                    self._cache.store(obj)
                     return note_from_object(obj)
                 if status == 412:
                     fresh = zot.item(key)
-                    self._store(fresh)
+                    self._cache.store(fresh)
                     raise NoteConflictError(
                         f"Note {key} was changed in Zotero since it was read (we had version {version}, "
                         f"Zotero has {fresh['version']}); your edit was not saved over it.",
@@ -426,7 +312,7 @@ class ZoteroWebLibrary:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            self._cache.close()
             client = getattr(self._zot, "client", None)
             if client is not None:
                 client.close()
