@@ -49,7 +49,9 @@ class ZoteroDesktopLibrary:
                 "Pass --zotero-sqlite PATH or --zotero-dir DIR (the folder holding zotero.sqlite).",
             )
         self.zotero_dir = Path(zotero_dir).expanduser() if zotero_dir else None
-        self.sqlite_path = Path(sqlite_path).expanduser() if sqlite_path else self.zotero_dir / "zotero.sqlite"
+        self.sqlite_path = (
+            Path(sqlite_path).expanduser() if sqlite_path else Path(zotero_dir or "").expanduser() / "zotero.sqlite"
+        )
         self.storage_dir = (self.zotero_dir or self.sqlite_path.parent) / "storage"
         #: which library to read; None → the user's own library ("My Library")
         self.library_id = library_id

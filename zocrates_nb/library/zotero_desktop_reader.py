@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from html import escape
 from pathlib import Path
+from typing import cast
 
 from ..errors import LibraryError
 from .base import Collection, LibrarySnapshot, Note, Paper, with_valid_keys
@@ -56,7 +57,11 @@ def strip_note_wrapper(raw: str | bytes | None) -> str | bytes:
     decodes it with replacement and reports it, instead of the whole read failing.
     """
     if isinstance(raw, (bytes, bytearray)):
-        return strip_note_wrapper(bytes(raw).decode("latin-1")).encode("latin-1")
+        return _strip_text(bytes(raw).decode("latin-1")).encode("latin-1")
+    return _strip_text(raw or "")
+
+
+def _strip_text(raw: str) -> str:
     if not raw:
         return ""
     match = _WRAPPER_RE.match(raw[:36])
@@ -122,7 +127,8 @@ class SnapshotReader:
         return {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
 
     def read(self) -> LibrarySnapshot:
-        conn, failures = self.conn, []
+        conn = self.conn
+        failures: list[tuple[str, str]] = []
         conn.execute("BEGIN")
         lib_id, lib_version = self._library()
         keys = dict(conn.execute("SELECT itemID, key FROM items WHERE libraryID = ?", (lib_id,)))
@@ -197,7 +203,8 @@ class SnapshotReader:
             notes.append(
                 Note(
                     key=key,
-                    html=strip_note_wrapper(_utf8_or_bytes(raw)),
+                    # bytes that are not UTF-8 travel on as bytes: conversion decodes and reports them
+                    html=cast(str, strip_note_wrapper(_utf8_or_bytes(raw))),
                     parent_key=parent_key,
                     collections=() if parent_key else tuple(item_colls.get(item_id, ())),
                     version=version or 0,

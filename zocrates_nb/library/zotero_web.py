@@ -128,7 +128,8 @@ class ZoteroWebLibrary:
         """One listing, following ``Link: rel=next``; the version is the first page's."""
         zot = self._zot
         objects = list(first_page())
-        version = int(zot.request.headers.get("Last-Modified-Version", 0))
+        headers = zot.request.headers if zot.request is not None else {}
+        version = int(headers.get("Last-Modified-Version", 0))
         while zot.links and zot.links.get("next"):
             objects.extend(zot.follow())
         return objects, version
