@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from .config import ConfigStore
 from .diagnostics.events import EventLog
 from .errors import NotFoundError, ZocratesError
-from .library.base import Collection, LibrarySource, Paper
+from .library.base import LibrarySource
 from .paths import DataPaths
 from .saving import SavedNote, answer_note, save_note, session_note
+from .workbench_views import WorkbenchViews
 
 if TYPE_CHECKING:
     from .agents.answer import Answer, ChatSession
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from .diagnostics.views import Diagnostics
     from .explain import Explanation
     from .index.hybrid import HybridIndex
-    from .library.detect import DetectedLibrary
     from .protocols import ChatClient
     from .render import BundleView
     from .tools import LibraryTools, SearchResults
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["SavedNote", "Workbench", "default_workbench", "open_workbench"]
 
 
-class Workbench:
+class Workbench(WorkbenchViews):
     """A research workbench over one library and one data directory.
 
     ``Workbench()`` opens the embedded demo library in the default data
@@ -48,8 +48,9 @@ class Workbench:
 
     Verbs: ``sync``, ``search``, ``ask``, ``read_document``, ``bundle``, ``explain``,
     ``save_answer`` / ``save_session`` / ``save_note``; views: ``collections``,
-    ``papers``, ``status``, ``profile``, ``diagnostics``. ``close()`` when done. Attributes: ``paths``
-    (``DataPaths``), ``config`` (``ConfigStore``), ``source`` (``LibrarySource``), ``events`` (``EventLog``).
+    ``papers``, ``status``, ``profile`` (read-only, from ``workbench_views``), ``diagnostics``. ``close()``
+    when done. Attributes: ``paths`` (``DataPaths``), ``config`` (``ConfigStore``), ``source``
+    (``LibrarySource``), ``events`` (``EventLog``).
     """
 
     def __init__(
@@ -301,15 +302,6 @@ class Workbench:
         return self.save_note(title, markdown, sources=sources, collection_key=collection_key, parent_key=parent_key)
 
     # -- your own Zotero ---------------------------------------------------
-    def zotero_offer(self) -> DetectedLibrary | None:
-        """On the demo library, the first Zotero library found on this computer (an offer; nothing switches)."""
-        from .library.detect import detect
-
-        if (self.config.read().get("library") or {}).get("source", "demo") != "demo":
-            return None
-        found = detect(probe=False)
-        return found[0] if found else None
-
     def use_zotero(self, path: str | Path | None = None) -> SyncReport:
         """Switch this data directory to a Zotero data directory (the detected one by default) and sync it."""
         from .library import open_source
@@ -338,50 +330,6 @@ class Workbench:
             self.source.close()
             self.source = self._with_pending(open_source(self.paths, self.config.read()))
         return self.sync(progress=False)
-
-    # -- library views ----------------------------------------------------
-    def collections(self) -> list[Collection]:
-        """The library's collections, by name."""
-        return sorted(self.source.snapshot().collections, key=lambda c: c.name.lower())
-
-    def papers(self) -> list[Paper]:
-        """The library's papers, by first author and year."""
-        return sorted(self.source.snapshot().papers, key=lambda p: (p.first_author, p.year or 0))
-
-    def library_label(self) -> str:
-        """The library's name for a header ("Demo library", "Zotero desktop"), without its file path."""
-        return self.source.describe().split(" (")[0]
-
-    def llm_configured(self) -> bool:
-        """Whether a language model is configured (else answers are evidence-only)."""
-        return bool(self.config.llm().configured)
-
-    # -- profile -------------------------------------------------------------
-    @property
-    def profile(self) -> str:
-        """The User Research Profile sent with every question ('' when none is set)."""
-        return self.config.profile()
-
-    @property
-    def profile_limit(self) -> int:
-        """The most characters the profile may hold (``max_research_profile_chars``, 1,000 by default)."""
-        return int(self.config.profile_limit())
-
-    def set_profile(self, text: str) -> None:
-        """Validate and save the profile (refused past ``profile_limit``; the file is then left as it was)."""
-        self.config.set_profile(text)
-
-    def clear_profile(self) -> None:
-        """Remove the profile: no profile section is sent with questions."""
-        self.config.clear_profile()
-
-    def status(self) -> dict[str, Any]:
-        """What ``zocrates-nb status`` shows: data directory, library, corpus, index, profile, LLM (never a key)."""
-        from .status import collect_status
-
-        status = collect_status(self.paths)
-        status.setdefault("library", {})["label"] = self.source.describe()
-        return status
 
     def rebuild_index(self) -> dict[str, Any]:
         """Re-create FTS rows and vectors from the bundles; a bundle that does not verify is skipped,

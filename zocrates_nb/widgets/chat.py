@@ -26,15 +26,22 @@ from .. import render  # the one renderer (zocrates_nb.render)
 from ..errors import ZocratesError
 from . import _default_workbench
 
+# the collection / parent-paper pickers (and their constants) live in save_destination.py (issue 12)
+from .save_destination import NO_COLLECTION, NO_PARENT, SHOW_ALL_PAPERS_UP_TO, SaveDestination
+
+__all__ = [
+    "NO_COLLECTION",
+    "NO_PARENT",
+    "SHOW_ALL_PAPERS_UP_TO",
+    "STREAM_RENDER_INTERVAL",
+    "ChatInput",
+    "ChatMessage",
+    "ChatPanel",
+]
+
 _STATIC = Path(__file__).parent / "static"
 #: Re-render a streaming bubble at most this often (seconds); the final text is always rendered.
 STREAM_RENDER_INTERVAL = 0.05
-NO_COLLECTION = "Unfiled (My Library)"
-NO_PARENT = "— none (standalone note) —"
-#: a small library lists every paper until the user types; a big one lists the top 20 matches
-SHOW_ALL_PAPERS_UP_TO = 200
-#: a Dropdown treats the value None as "nothing selected" (a blank box), so "none" is ""
-_NONE = ""
 
 
 class ChatInput(anywidget.AnyWidget):
@@ -58,7 +65,7 @@ class ChatMessage:
     widget: Any = dc_field(default=None, repr=False)  # the bubble (HTML widget or _AssistantBubble)
 
 
-class ChatPanel:
+class ChatPanel(SaveDestination):
     """A chat over your library with Save as Note.
 
     ``ChatPanel()`` uses the default workbench (``zocrates_nb.open_workbench()``, ``ZOCRATES_HOME``
@@ -89,25 +96,7 @@ class ChatPanel:
         self.input.add_class("zc-chat-input")
         self.input.on_msg(self._on_input_msg)
 
-        self.collection_picker = widgets.Dropdown(
-            description="Collection:", options=[(NO_COLLECTION, _NONE)], style={"description_width": "initial"}
-        )
-        self.collection_picker.add_class("zc-save-collection")
-        self.parent_picker = widgets.Dropdown(
-            description="or child of:", options=[(NO_PARENT, _NONE)], style={"description_width": "initial"}
-        )
-        self.parent_picker.add_class("zc-save-parent")
-        self.paper_search = widgets.Text(
-            placeholder="type to find a paper (title, author, year)…",
-            continuous_update=True,
-            layout=widgets.Layout(width="18em"),
-        )
-        self.paper_search.add_class("zc-save-paper-search")
-        self.paper_search.observe(lambda change: self.filter_parents(change["new"]), names="value")
-        self._suggested: str | None = None
-        self._fill_pickers()
-        self.collection_picker.observe(self._picked_collection, names="value")
-        self.parent_picker.observe(self._picked_parent, names="value")
+        self._build_destination()
         self.save_session_button = widgets.Button(
             description="Save session as Note",
             icon="save",
@@ -148,43 +137,6 @@ class ChatPanel:
         except Exception:
             return False
 
-    def _fill_pickers(self) -> None:
-        """Fill the destination pickers: the collection tree, and the papers' type-ahead index."""
-        from .picker import PaperIndex, collection_tree
-
-        collections = self.workbench.collections()
-        self._collection_names = {c.key: c.name for c in collections}
-        papers = self.workbench.papers()
-        self._paper_titles = {p.key: p.title for p in papers}
-        self._paper_index = PaperIndex.build(papers)
-        self.collection_picker.options = [(NO_COLLECTION, _NONE)] + collection_tree(collections)
-        self.filter_parents(self.paper_search.value)
-
-    def filter_parents(self, query: str) -> list[tuple[str, str]]:
-        """Show the top 20 papers matching ``query`` (the suggested parent first); keep the current pick."""
-        from .picker import TOP_N, filter_papers
-
-        small = not query.strip() and len(self._paper_index) <= SHOW_ALL_PAPERS_UP_TO
-        matches = filter_papers(self._paper_index, query, limit=len(self._paper_index) if small else TOP_N)
-        keep = self.parent_picker.value
-        head = [(NO_PARENT, _NONE)]
-        if self._suggested and self._suggested in self._paper_titles:
-            head.append((f"★ most cited: {self._paper_titles[self._suggested][:60]}", self._suggested))
-        if keep and keep not in {k for _, k in head + matches} and keep in self._paper_titles:
-            head.append((self._paper_titles[keep][:70], keep))
-        shown = head + [m for m in matches if m[1] != self._suggested]
-        self.parent_picker.options = shown
-        self.parent_picker.value = keep if keep in {k for _, k in shown} else _NONE
-        return matches
-
-    def suggest_parent(self, answer: Any) -> str | None:
-        """Offer the paper ``answer`` cites most as the parent (listed first; not selected for you)."""
-        from .picker import suggested_parent
-
-        self._suggested = suggested_parent(answer, frozenset(self._paper_titles))
-        self.filter_parents(self.paper_search.value)
-        return self._suggested
-
     def _offer_button(self) -> list:
         """On the demo library, a one-line offer to switch to a detected Zotero library (never automatic)."""
         try:
@@ -208,14 +160,6 @@ class ChatPanel:
 
         button.on_click(use)
         return [button]
-
-    def _picked_collection(self, change: dict) -> None:
-        if change["new"] and self.parent_picker.value:
-            self.parent_picker.value = _NONE  # a note is standalone xor a child
-
-    def _picked_parent(self, change: dict) -> None:
-        if change["new"] and self.collection_picker.value:
-            self.collection_picker.value = _NONE
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.root._repr_mimebundle_(**kwargs)
@@ -290,11 +234,6 @@ class ChatPanel:
     def answers(self) -> list[ChatMessage]:
         """The assistant messages, in order (what ``save_answer(index)`` indexes)."""
         return [m for m in self.messages if m.role == "assistant"]
-
-    def _destination(self, collection_key: str | None, parent_key: str | None) -> tuple[str | None, str | None]:
-        if collection_key is None and parent_key is None:
-            return self.collection_picker.value or None, self.parent_picker.value or None
-        return collection_key, parent_key
 
     def save_answer(
         self,

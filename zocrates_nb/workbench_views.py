@@ -1,0 +1,80 @@
+"""The read-only views of a workbench: library, profile, status, the Zotero offer (a mixin of ``Workbench``).
+
+Why this module exists: ``workbench.py`` is the one wiring module (which source, index, agents
+a data directory gets); these methods wire nothing. They read what is already wired (the
+library source, the config store, the data directory) for a notebook, a widget or the CLI,
+so they live beside the wiring as ``WorkbenchViews`` (issue 12). ``Workbench`` inherits them
+unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import ConfigStore
+    from .library.base import Collection, LibrarySource, Paper
+    from .library.detect import DetectedLibrary
+    from .paths import DataPaths
+
+
+class WorkbenchViews:
+    """What a workbench shows without changing anything; ``Workbench`` sets ``paths``, ``config``, ``source``."""
+
+    paths: DataPaths
+    config: ConfigStore
+    source: LibrarySource
+
+    # -- your own Zotero ---------------------------------------------------
+    def zotero_offer(self) -> DetectedLibrary | None:
+        """On the demo library, the first Zotero library found on this computer (an offer; nothing switches)."""
+        from .library.detect import detect
+
+        if (self.config.read().get("library") or {}).get("source", "demo") != "demo":
+            return None
+        found = detect(probe=False)
+        return found[0] if found else None
+
+    # -- library views ----------------------------------------------------
+    def collections(self) -> list[Collection]:
+        """The library's collections, by name."""
+        return sorted(self.source.snapshot().collections, key=lambda c: c.name.lower())
+
+    def papers(self) -> list[Paper]:
+        """The library's papers, by first author and year."""
+        return sorted(self.source.snapshot().papers, key=lambda p: (p.first_author, p.year or 0))
+
+    def library_label(self) -> str:
+        """The library's name for a header ("Demo library", "Zotero desktop"), without its file path."""
+        return self.source.describe().split(" (")[0]
+
+    def llm_configured(self) -> bool:
+        """Whether a language model is configured (else answers are evidence-only)."""
+        return bool(self.config.llm().configured)
+
+    # -- profile -------------------------------------------------------------
+    @property
+    def profile(self) -> str:
+        """The User Research Profile sent with every question ('' when none is set)."""
+        return self.config.profile()
+
+    @property
+    def profile_limit(self) -> int:
+        """The most characters the profile may hold (``max_research_profile_chars``, 1,000 by default)."""
+        return int(self.config.profile_limit())
+
+    def set_profile(self, text: str) -> None:
+        """Validate and save the profile (refused past ``profile_limit``; the file is then left as it was)."""
+        self.config.set_profile(text)
+
+    def clear_profile(self) -> None:
+        """Remove the profile: no profile section is sent with questions."""
+        self.config.clear_profile()
+
+    def status(self) -> dict[str, Any]:
+        """What ``zocrates-nb status`` shows: data directory, library, corpus, index, profile, LLM (never a key)."""
+        from .status import collect_status
+
+        status = collect_status(self.paths)
+        status.setdefault("library", {})["label"] = self.source.describe()
+        return status
