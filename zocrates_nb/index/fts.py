@@ -216,7 +216,8 @@ def search(
     Without filters the ranking runs in an FTS-only sub-query with its own LIMIT, so
     the cost is the FTS5 top-n and nothing else. With filters, ``CROSS JOIN`` keeps
     the FTS table as the driving loop and the filter is applied to every match before
-    the LIMIT, so a selective filter never loses recall to a top-n window.
+    the LIMIT, so a selective filter never loses recall to a top-n window. Equal scores are ordered
+    by chunk id, so a rebuilt index (rows inserted in another order) ranks exactly as before.
     """
     if not match or limit <= 0:
         return []
@@ -224,11 +225,11 @@ def search(
     if not where:
         sql = """SELECT c.chunk_id, c.key, f.rank FROM
                    (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) AS f
-                 CROSS JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank"""
+                 CROSS JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank, c.chunk_id"""
         return [tuple(r) for r in conn.execute(sql, (match, limit))]
     sql = f"""SELECT c.chunk_id, c.key, chunks_fts.rank FROM chunks_fts
               CROSS JOIN chunks AS c ON c.id = chunks_fts.rowid
-              WHERE chunks_fts MATCH ? AND {where} ORDER BY chunks_fts.rank LIMIT ?"""
+              WHERE chunks_fts MATCH ? AND {where} ORDER BY chunks_fts.rank, c.chunk_id LIMIT ?"""
     return [tuple(r) for r in conn.execute(sql, (match, *params, limit))]
 
 
