@@ -229,9 +229,9 @@ def check_consistency(corpus: Any, indexer: Any, *, verify: bool = False, vector
     """Compare bundle keys, meta keys, FTS document keys (and the vector count with ``vectors``)."""
     meta_keys = set(corpus.meta.keys())
     result = Consistency()
-    if indexer is not None and hasattr(indexer, "_read"):
-        index_keys = set(indexer._read(lambda conn: [k for (k,) in conn.execute("SELECT key FROM index_documents")]))
-        result.chunks = indexer._read(lambda conn: conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    if indexer is not None and hasattr(indexer, "document_keys"):  # the index owns its tables: ask it
+        index_keys = set(indexer.document_keys())
+        result.chunks = indexer.chunk_count()
         result.missing_in_index = meta_keys - index_keys
         result.extra_in_index = index_keys - meta_keys
         if vectors or getattr(indexer, "_vectors", None) is not None:

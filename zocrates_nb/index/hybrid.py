@@ -46,6 +46,10 @@ class HybridIndex(IndexConsistency, IndexSearch):
         sql = "SELECT key FROM index_documents" + (" WHERE kind = ?" if kind else "") + " ORDER BY key"
         return self._read(lambda conn: [k for (k,) in conn.execute(sql, (kind,) if kind else ())])
 
+    def chunk_count(self) -> int:
+        """How many chunks the lexical index holds (the count vectors must match)."""
+        return self._read(lambda conn: fts.count_filtered(conn, None))
+
     def document_chunks(self, key: str) -> list[fts.ChunkRow]:
         """All indexed chunks of one document, in order (for ``explain`` and findability checks)."""
 
