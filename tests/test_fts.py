@@ -203,6 +203,26 @@ def test_filtered_search_does_not_lose_recall_to_a_top_n_window(conn):
     assert _keys(conn, "kinase", {"item_type": "note"}, limit=1) == ["NOTE2222"]
 
 
+def test_a_tie_across_the_cut_is_settled_by_chunk_id_whatever_the_insertion_order():
+    """Found by the SIGKILL-during-sync fault case: 20 equal notes, a top 8 chosen by rowid.
+
+    A sync resumed after a kill (or a rebuild) inserts rows in another order than a clean
+    run, so the kept tied rows must not depend on rowids.
+    """
+    keys = [f"K{i:07d}" for i in range(20)]
+    results = []
+    for order in (keys, keys[::-1], keys[7:] + keys[:7]):
+        c = sqlite3.connect(":memory:", isolation_level=None)
+        fts.ensure_schema(c)
+        _put(c, "BEST0000", ["platypus burrow ledger platypus"])
+        for key in order:
+            _put(c, key, ["platypus burrow ledger note"])
+        _put(c, "WORSE000", ["platypus among other words here in a longer note about burrows"])
+        results.append(_keys(c, "platypus burrow ledger", limit=8))
+        c.close()
+    assert results[0] == results[1] == results[2] == ["BEST0000", *keys[:7]]
+
+
 def test_title_weight_is_persisted_as_rank(conn):
     fts.set_title_weight(conn, 5.0)
     assert conn.execute("SELECT v FROM chunks_fts_config WHERE k='rank'").fetchone()[0] == "bm25(5.0, 1.0, 0.5)"

@@ -223,14 +223,31 @@ def search(
         return []
     where, params = _filter_sql(filters)
     if not where:
-        sql = """SELECT c.chunk_id, c.key, f.rank FROM
-                   (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) AS f
-                 CROSS JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank, c.chunk_id"""
-        return [tuple(r) for r in conn.execute(sql, (match, limit))]
+        return _top_ranked(conn, match, limit)
     sql = f"""SELECT c.chunk_id, c.key, chunks_fts.rank FROM chunks_fts
               CROSS JOIN chunks AS c ON c.id = chunks_fts.rowid
               WHERE chunks_fts MATCH ? AND {where} ORDER BY chunks_fts.rank, c.chunk_id LIMIT ?"""
     return [tuple(r) for r in conn.execute(sql, (match, *params, limit))]
+
+
+def _top_ranked(conn: sqlite3.Connection, match: str, limit: int) -> list[tuple[str, str, float]]:
+    """The best ``limit`` matches, with a tie across the cut settled by chunk id, not by rowid.
+
+    Why: the FTS-only sub-query's ``LIMIT`` keeps whichever tied rows FTS5 meets first, in
+    rowid order, and rowids depend on the order rows were inserted (a rebuild, or a sync
+    resumed after a kill, inserts in another order). The window therefore grows past the
+    cut until it ends on a strictly worse score, so every row tied with the last kept one
+    is ranked by chunk id. Normally that costs one extra row.
+    """
+    sql = """SELECT c.chunk_id, c.key, f.rank FROM
+               (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) AS f
+             CROSS JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank, c.chunk_id"""
+    window = limit
+    while True:
+        rows = [tuple(r) for r in conn.execute(sql, (match, window + 1))]
+        if len(rows) <= window or rows[-1][2] != rows[limit - 1][2]:
+            return rows[:limit]
+        window *= 2
 
 
 def count_filtered(conn: sqlite3.Connection, filters: Mapping[str, str] | None) -> int:
