@@ -203,13 +203,14 @@ def test_filtered_search_does_not_lose_recall_to_a_top_n_window(conn):
     assert _keys(conn, "kinase", {"item_type": "note"}, limit=1) == ["NOTE2222"]
 
 
-def test_a_tie_across_the_cut_is_settled_by_chunk_id_whatever_the_insertion_order():
+@pytest.mark.parametrize("tied", [20, 40])  # within the doubled window, and past it
+def test_a_tie_across_the_cut_is_settled_by_chunk_id_whatever_the_insertion_order(tied):
     """Found by the SIGKILL-during-sync fault case: 20 equal notes, a top 8 chosen by rowid.
 
     A sync resumed after a kill (or a rebuild) inserts rows in another order than a clean
     run, so the kept tied rows must not depend on rowids.
     """
-    keys = [f"K{i:07d}" for i in range(20)]
+    keys = [f"K{i:07d}" for i in range(tied)]
     results = []
     for order in (keys, keys[::-1], keys[7:] + keys[:7]):
         c = sqlite3.connect(":memory:", isolation_level=None)

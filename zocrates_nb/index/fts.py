@@ -235,19 +235,18 @@ def _top_ranked(conn: sqlite3.Connection, match: str, limit: int) -> list[tuple[
 
     Why: the FTS-only sub-query's ``LIMIT`` keeps whichever tied rows FTS5 meets first, in
     rowid order, and rowids depend on the order rows were inserted (a rebuild, or a sync
-    resumed after a kill, inserts in another order). The window therefore grows past the
-    cut until it ends on a strictly worse score, so every row tied with the last kept one
-    is ranked by chunk id. Normally that costs one extra row.
+    resumed after a kill, inserts in another order). So the window is twice the cut; only
+    when it still ends inside the tie (dozens of identical chunks) is the match ranked again
+    without a limit. Each try ranks every matching row, so the common case costs one.
     """
     sql = """SELECT c.chunk_id, c.key, f.rank FROM
                (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) AS f
              CROSS JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank, c.chunk_id"""
-    window = limit
-    while True:
-        rows = [tuple(r) for r in conn.execute(sql, (match, window + 1))]
-        if len(rows) <= window or rows[-1][2] != rows[limit - 1][2]:
-            return rows[:limit]
-        window *= 2
+    window = 2 * limit + 8
+    rows = [tuple(r) for r in conn.execute(sql, (match, window))]
+    if len(rows) == window and rows[-1][2] == rows[limit - 1][2]:
+        rows = [tuple(r) for r in conn.execute(sql, (match, -1))]  # LIMIT -1: no limit
+    return rows[:limit]
 
 
 def count_filtered(conn: sqlite3.Connection, filters: Mapping[str, str] | None) -> int:
