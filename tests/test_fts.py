@@ -277,6 +277,13 @@ def test_plan_terms_takes_the_rarest_words_within_the_budget():
     assert ranking.plan_terms([], df, 60) == ranking.TermPlan(())
 
 
+def test_candidate_budget_grows_with_the_index_up_to_a_cap():
+    assert ranking.candidate_budget(5_000) == ranking.CANDIDATE_FLOOR  # small: the floor
+    assert ranking.candidate_budget(60_000) == 6_000  # the share
+    assert ranking.candidate_budget(302_000) == ranking.CANDIDATE_CAP  # big: ranking cost stops growing
+    assert ranking.candidate_budget(302_000, floor=10_000) == 10_000  # an explicit floor above the cap wins
+
+
 def test_plan_match_doubles_every_word_so_bm25_order_is_exact():
     plan = ranking.TermPlan(select=("visium",), score_only=("tissue",), dropped=("cell",))
     assert lexical.plan_match(plan) == ('("visium") AND ("visium" OR "tissue" OR "tissue")', 2.0)
