@@ -11,10 +11,11 @@ database), and the full client (index/vectors.py) stays for everything else.
 
 Rules that keep the two paths the same store:
 
-- **Never writes**: the bindings open with ``MigrationMode.Validate`` (a store that needs a
+- **No writes of ours**: the bindings open with ``MigrationMode.Validate`` (a store that needs a
   migration fails to open here, and the full client migrates it) and with the hash algorithm and
   ``allow_reset`` our ``PersistentClient`` uses (Chroma's defaults: md5, no reset). Writes
-  (``upsert``/``delete_*``/``reset``) always go to the full ``VectorStore``.
+  (``upsert``/``delete_*``/``reset``) always go to the full ``VectorStore``. (Chroma's Rust core
+  itself adds a row to its ``acquire_write`` table when it opens, under either client.)
 - **Same lock, same generations**: each read runs under ``<data-dir>/locks/chroma.lock`` and
   reopens the bindings when ``chroma.generation`` moved since they opened, exactly as
   ``VectorStore._run`` does — so a write by another process (or by our own full store) is seen.
