@@ -121,7 +121,6 @@ def convert_note(html: str | bytes) -> ConvertedNote:
     try:
         markdown, more = html_to_markdown_with_warnings(text)
     except RecursionError:
-
         markdown, more = plain_text_markdown(text), ["the note is nested too deeply; converted as plain text"]
     warnings.extend(more)
     title = note_title(text) or _fallback_title(markdown)
