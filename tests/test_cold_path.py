@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
 import pytest
 
 from zocrates_nb.index.hybrid import HybridIndex
@@ -205,3 +206,42 @@ def test_a_first_open_commits_lexical_first_and_embeds_behind_it(tmp_path):
     assert out["first"] and "lexical results only" in out["first"]
     assert out["error"] == "None" and out["vectors"] == out["chunks"] and out["after"] is None
     assert not out["again"] and any(rank is not None for rank in out["dense"])
+
+
+def test_cli_hybrid_search_reads_vectors_without_importing_chromadb(demo_home):
+    """The one-shot CLI search (no engine) embeds the query and asks the vector store through
+    Chroma's Rust bindings (index/vector_fast.py): ``chromadb`` itself is never imported."""
+    code = (
+        "import contextlib, io, json\n"
+        "from zocrates_nb.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    rc = main(['--data-dir', {str(demo_home)!r}, 'search', 'cell-type deconvolution of Visium spots',\n"
+        "               '--json', '--no-engine'])\n"
+        "result = json.loads(out.getvalue())\n"
+        "assert rc == 0 and not result.get('notice'), result\n"
+        "assert any(h['ranks']['dense'] is not None for h in result['hits']), result\n"
+    )
+    assert _imported_after(code) == ["onnxruntime", "tokenizers"]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+@pytest.mark.parametrize("filters", [None, {"item_type": "note"}, {"collection": "Deconvolution & cell mapping"}])
+def test_one_shot_search_ranks_exactly_like_the_full_client(demo_home, filters, mode):
+    """The CLI's one-shot index (bindings reads, no reconcile) against the notebook's (full client)."""
+    from zocrates_nb.workbench import Workbench
+
+    def ranked(wb):
+        try:
+            results = wb.search("cell-type deconvolution of Visium spots", k=20, filters=filters, mode=mode)
+            return [(h.key, h.chunk_id, h.ranks) for h in results.hits], [h.score for h in results.hits], results.notice
+        finally:
+            wb.close()
+
+    fast = Workbench(demo_home, one_shot=True)
+    reads = fast.index._store()
+    want_hits, want_scores, want_notice = ranked(Workbench(demo_home))
+    got_hits, got_scores, got_notice = ranked(fast)
+    assert got_hits == want_hits and got_notice == want_notice is None
+    assert max(map(abs, np.subtract(got_scores, want_scores)), default=0.0) < 1e-6
+    assert reads.fast_reason is None and any(ranks["dense"] for _, _, ranks in want_hits)

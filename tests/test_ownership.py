@@ -9,6 +9,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "zocrates_nb"
 
 OWNERS = {
     "chromadb": {"index/vectors.py"},
+    "chromadb_rust_bindings": {"index/vector_fast.py"},  # Chroma's Rust core: read-only one-shot queries
     "onnxruntime": {"index/embed.py"},
     "onnx": {"index/embed_build.py"},  # only the one-time model build writes ONNX graphs (runtime: embed.py)
     "tokenizers": {"index/embed.py"},

@@ -45,6 +45,8 @@ class Workbench(WorkbenchViews):
     read a Zotero desktop database through a snapshot; a Web API library is
     chosen in the config (``library.source = "zotero-web"``). The first open of
     an empty data directory syncs the library (``auto_sync=False`` skips that).
+    ``one_shot=True`` (the CLI's ``search``): dense reads skip ``import chromadb`` and the
+    vectors are not reconciled on first use.
 
     Verbs: ``sync``, ``search``, ``ask``, ``read_document``, ``bundle``, ``explain``,
     ``save_answer`` / ``save_session`` / ``save_note``; views: ``collections``,
@@ -63,7 +65,9 @@ class Workbench(WorkbenchViews):
         auto_sync: bool = True,
         progress: bool | None = None,
         dense_in_background: bool = False,
+        one_shot: bool = False,
     ) -> None:
+        self._one_shot = one_shot  # a command that searches once and exits (index/core.py says what changes)
         self.paths = DataPaths.resolve(data_dir, zotero_data_dir=zotero_dir).ensure()
         self.config = ConfigStore.for_paths(self.paths)
         self.events = EventLog(self.paths.diagnostics)
@@ -105,7 +109,7 @@ class Workbench(WorkbenchViews):
         """The search index (SQLite FTS5 + ChromaDB vectors, fused); opened on first use."""
         from .index.hybrid import HybridIndex
 
-        return HybridIndex(self.paths, self.config.read())
+        return HybridIndex(self.paths, self.config.read(), one_shot=self._one_shot)
 
     @cached_property
     def corpus(self) -> Corpus:

@@ -83,7 +83,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     }
     if not args.no_engine and _search_via_engine(args, filters):
         return EXIT_OK
-    wb = _workbench(args)
+    wb = _workbench(args, one_shot=True)  # reads the vectors without `import chromadb` (index/vector_fast.py)
     try:
         results = wb.search(args.query, k=args.k, filters=filters or None, mode=args.mode)
         if args.json:

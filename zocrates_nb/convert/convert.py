@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConversionError
-from .html import html_to_markdown_with_warnings, note_title
+from .html_text import note_title  # bs4/markdownify (convert/html.py) load on the first conversion only
 from .summary import count_words, cut_at_word, extractive_summary
 from .toc import build_toc, heading_text, iter_headings
 
@@ -116,11 +116,11 @@ def convert_note(html: str | bytes) -> ConvertedNote:
     text, warnings = decode_html(html)
     if source_hash is None:
         source_hash = sha256_text(text)
+    from .html import html_to_markdown_with_warnings, plain_text_markdown
+
     try:
         markdown, more = html_to_markdown_with_warnings(text)
     except RecursionError:
-        from .html import plain_text_markdown
-
         markdown, more = plain_text_markdown(text), ["the note is nested too deeply; converted as plain text"]
     warnings.extend(more)
     title = note_title(text) or _fallback_title(markdown)

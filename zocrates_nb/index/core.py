@@ -43,6 +43,9 @@ class IndexCore:
     dense use by ``open_vectors(model_id, dim)`` (default: the ``VectorStore`` of ``paths``
     and ``config``), so wiring one in costs nothing until it is needed; ``vectors`` passes
     an already open store instead. Either way the index owns the store (``close`` closes it).
+    ``one_shot=True`` is for a process that searches once and exits (``zocrates-nb search``):
+    dense reads of a local store skip ``import chromadb`` (index/vector_fast.py) and the store is
+    not reconciled with the FTS rows on first use — sync, ``index reconcile`` and doctor do that.
     """
 
     def __init__(
@@ -54,6 +57,7 @@ class IndexCore:
         vectors: Any = None,
         open_vectors: Callable[[str, int], Any] | None = None,
         auto_repair_limit: int = 500,
+        one_shot: bool = False,
     ) -> None:
         self.paths = paths
         self.config = dict(config or {})
@@ -96,6 +100,7 @@ class IndexCore:
         self._embedder = embedder
         self._vectors: Any = vectors
         self._open_vectors = open_vectors or self._default_vectors
+        self.one_shot = one_shot
         self._reconciled = False
         self._pending: set[str] = set()  # chunk ids touched since the last commit_vectors
         self._lock = threading.RLock()
@@ -176,6 +181,10 @@ class IndexCore:
             return self._vectors
 
     def _default_vectors(self, model_id: str, dim: int) -> Any:
+        if self.one_shot and ((self.config.get("vectors") or {}).get("mode") or "persistent") == "persistent":
+            from zocrates_nb.index.vector_fast import ReadFirstVectors
+
+            return ReadFirstVectors(self.paths, self.config, model_id=model_id, dim=dim)
         from zocrates_nb.index.vectors import VectorStore
 
         return VectorStore(self.paths, self.config, model_id=model_id, dim=dim)
@@ -208,8 +217,9 @@ class IndexCore:
 
     @property
     def vectors(self) -> Any:
-        """The vector store, reconciled with the FTS rows the first time it is used."""
+        """The vector store, reconciled with the FTS rows the first time it is used (unless one-shot:
+        a search is not the place to compare every id; a sync's ``commit_vectors`` still does)."""
         store = self._store()
-        if not self._reconciled:
+        if not self._reconciled and not self.one_shot:
             self.reconcile(limit=self.auto_repair_limit)
         return store
