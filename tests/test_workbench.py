@@ -149,3 +149,22 @@ def test_saved_note_repr_escapes_its_title(demo_workbench):
     out = saved._repr_html_()
     assert "Idea &lt;img src=x onerror=alert(1)&gt;" in out and "<img" not in out
     assert not hasattr(saved, "_repr_markdown_")
+
+
+def test_the_wiring_gives_the_index_its_collaborators(demo_workbench):
+    """workbench.py chooses the embedder, the vector store and what counts as corpus documents."""
+    import sqlite3
+
+    import pytest
+
+    from zocrates_nb.errors import IndexCorruptError
+
+    index = demo_workbench.index
+    assert index._make_embedder is not None and index._has_documents is not None
+    assert index._has_documents() is True
+    conn = sqlite3.connect(demo_workbench.paths.meta_db)
+    with conn:
+        conn.execute("DELETE FROM chunks")  # the FTS rows go with them (triggers): the index is lost
+    conn.close()
+    with pytest.raises(IndexCorruptError, match="empty although the corpus"):
+        index.search("Visium deconvolution", mode="lexical")

@@ -106,10 +106,25 @@ class Workbench(WorkbenchViews):
 
     @cached_property
     def index(self) -> HybridIndex:
-        """The search index (SQLite FTS5 + ChromaDB vectors, fused); opened on first use."""
+        """The search index (SQLite FTS5 + ChromaDB vectors, fused); opened on first use.
+
+        The wiring chooses its collaborators: the embedder and the vector store are made on
+        first dense use (a lexical search or a sync's FTS phase never loads them).
+        """
+        from functools import partial
+
+        from .index.core import load_default_embedder, open_vector_store
         from .index.hybrid import HybridIndex
 
-        return HybridIndex(self.paths, self.config.read(), one_shot=self._one_shot)
+        config = self.config.read()
+        return HybridIndex(
+            self.paths,
+            config,
+            make_embedder=load_default_embedder,
+            open_vectors=partial(open_vector_store, self.paths, config, one_shot=self._one_shot),
+            has_documents=lambda: next(iter(self.corpus.documents()), None) is not None,
+            one_shot=self._one_shot,
+        )
 
     @cached_property
     def corpus(self) -> Corpus:

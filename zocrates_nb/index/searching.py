@@ -218,14 +218,21 @@ class IndexSearch(IndexCore):
         )
 
     def _check_not_lost(self) -> None:
-        """No results at all with bundles on disk but no chunk rows → the index was deleted."""
-        from zocrates_nb.corpus.bundle import bundle_dirs
+        """No results at all with documents in the corpus but no chunk rows → the index was deleted.
 
+        The wiring tells whether the corpus has documents (``has_documents``); an index built
+        without it looks at the corpus folder of its data directory.
+        """
         count = self._read(lambda conn: conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-        if count == 0 and next(bundle_dirs(self.paths.corpus), None) is not None:
+        if count == 0 and (self._has_documents or self._bundles_on_disk)():
             raise IndexCorruptError(
                 "The search index is empty although the corpus folder has documents.", hint=REBUILD_HINT
             )
+
+    def _bundles_on_disk(self) -> bool:
+        from zocrates_nb.corpus.bundle import bundle_dirs
+
+        return next(bundle_dirs(self.paths.corpus), None) is not None
 
     def _check_filter_targets(self, filters: Mapping[str, str]) -> None:
         """No results under a collection or parent filter: refuse one that names nothing indexed.
