@@ -91,6 +91,79 @@ def test_detect_sees_a_running_local_api(tmp_path, monkeypatch, capsys):
         assert json.loads(out)[0]["running"] is True and json.loads(out)[0]["local_api"] is True
 
 
+@pytest.mark.parametrize(
+    ("literal", "expected"),
+    [
+        ('"/home/josé/Zotero"', "/home/josé/Zotero"),  # UTF-8 text, not bytes to unescape
+        ('"C:\\\\Users\\\\José\\\\Zotero"', "C:\\Users\\José\\Zotero"),  # escaped backslashes
+        ('"/home/jos\\u00e9/\\"quoted\\" \\ud83d\\ude00"', '/home/josé/"quoted" \U0001f600'),
+        ("'/home/jos\\xe9/it\\'s'", "/home/josé/it's"),  # what JSON refuses, as Firefox's parser reads it
+        ('"/home/a);b"', "/home/a);b"),  # a ");" inside the path does not end the value
+    ],
+)
+def test_prefs_js_values_are_decoded_as_javascript_strings(literal, expected):
+    from zocrates_nb.library.detect import parse_prefs
+
+    text = f'user_pref("extensions.zotero.useDataDir", true);\nuser_pref("extensions.zotero.dataDir", {literal});\n'
+    assert str(parse_prefs(text)) == expected
+
+
+def test_detect_finds_a_non_ascii_custom_data_dir(tmp_path, monkeypatch, capsys):
+    home, roots = tmp_path / "home", tmp_path / "profiles"
+    custom = _zotero_dir(tmp_path / "josé" / "Zotéro 数据")
+    (roots / "abcd.default").mkdir(parents=True)
+    (roots / "abcd.default" / "prefs.js").write_text(
+        f'user_pref("extensions.zotero.dataDir", {json.dumps(str(custom), ensure_ascii=False)});\n'
+        'user_pref("extensions.zotero.useDataDir", true);\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ZOCRATES_ZOTERO_PROFILE_ROOTS", str(roots))
+    monkeypatch.setenv("ZOCRATES_ZOTERO_LOCAL_PORT", "9")
+    code, out, _ = run(capsys, "library", "detect", "--json", "--data-dir", str(tmp_path / "d"))
+    assert code == 0 and [f["path"] for f in json.loads(out)] == [str(custom)]
+
+
+def test_detect_counts_what_sync_reads_not_the_trash_attachments_or_groups(tmp_path):
+    from zocrates_nb.library.detect import read_zotero_db
+    from zocrates_nb.library.zotero_desktop import ZoteroDesktopLibrary
+
+    folder = _zotero_dir(tmp_path / "Zotero")  # 1 paper, 1 note, 1 collection
+    with ZoteroDB.reopen(folder / "zotero.sqlite", "9") as db:
+        db.add_attachment("ATTACH44", PAPER, note="<p>an attachment note</p>")
+        db.add_paper("GONE4444", "Trashed paper")
+        db.add_note("GONENOTE", "<p>child of a trashed paper</p>", parent="GONE4444")
+        db.trash("GONE4444")
+        db.add_note("TRASHNOT", "<p>trashed note</p>")
+        db.trash("TRASHNOT")
+        db.add_collection("GONECOLL", "Old")
+        db.trash_collection("GONECOLL")
+    info = read_zotero_db(folder / "zotero.sqlite")
+    snap = ZoteroDesktopLibrary(zotero_dir=folder).snapshot()
+    assert (info["items"], info["notes"], info["collections"]) == (1, 1, 1)
+    assert (info["items"], info["notes"], info["collections"]) == (
+        len(snap.papers),
+        len(snap.notes),
+        len(snap.collections),
+    )
+
+
+REAL_ZOTERO9 = Path("/work/shared/data/zotero/zotero9-profile.sqlite")
+
+
+@pytest.mark.skipif(not REAL_ZOTERO9.is_file(), reason="the real Zotero 9 profile database is not on this machine")
+def test_detect_counts_equal_what_the_reader_returns_on_a_real_zotero9_db():
+    """Feed items, annotations, trashed and group notes are in this database; sync reads none of them."""
+    from zocrates_nb.library.detect import read_zotero_db
+    from zocrates_nb.library.zotero_desktop import ZoteroDesktopLibrary
+
+    info = read_zotero_db(REAL_ZOTERO9)
+    snap = ZoteroDesktopLibrary(sqlite_path=REAL_ZOTERO9).snapshot()
+    counts = (len(snap.papers), len(snap.notes), len(snap.collections))
+    assert (info["items"], info["notes"], info["collections"]) == counts
+    assert info["items"] < 55  # what the old count said: 5 feed items and an annotation included
+
+
 def test_offer_line():
     from zocrates_nb.library.detect import DetectedLibrary
 

@@ -71,6 +71,38 @@ def test_docs_carry_the_generated_settings_table():
     )
 
 
+_RANGED = [(section, s) for section, settings in SCHEMA.items() for s in settings if s.low is not None]
+
+
+@pytest.mark.parametrize(("section", "setting"), _RANGED, ids=[f"{sec}.{s.name}" for sec, s in _RANGED])
+def test_the_docs_range_of_every_setting_is_what_the_validator_accepts(section, setting):
+    """The "allowed" cell is read back literally: ``a..b`` admits a and b; ``> a and ≤ b`` refuses a."""
+    from zocrates_nb.config_schema import _allowed_text, check_setting
+
+    cell = _allowed_text(setting)
+    row = next(line for line in schema_markdown().splitlines() if f"`{section}.{setting.name}`" in line)
+    assert row.endswith(f"| {cell} |")
+
+    def accepted(value) -> bool:
+        try:
+            check_setting(section, setting, value)
+        except ValidationError:
+            return False
+        return True
+
+    if cell.startswith("> "):
+        low, high = (float(part) for part in cell[2:].split(" and ≤ "))
+        assert not accepted(low) and accepted(low + 0.5) and accepted(high) and not accepted(high + 1)
+    else:
+        low, high = (int(part) for part in cell.split(".."))
+        assert accepted(low) and accepted(high) and not accepted(low - 1) and not accepted(high + 1)
+
+
+def test_llm_timeout_docs_do_not_promise_zero():
+    row = next(line for line in schema_markdown().splitlines() if "`llm.timeout_s`" in line)
+    assert "0..3600" not in row and "> 0" in row
+
+
 @pytest.mark.parametrize("section", ["library", "vectors", "writer"])
 def test_unknown_keys_are_refused_in_every_section(store, section):
     with pytest.raises(ValidationError, match=f"Unknown {section} field"):

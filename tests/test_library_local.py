@@ -255,3 +255,79 @@ def test_open_source_picks_from_config(tmp_path, content):
         open_source(paths, {"library": {"source": "zotero-web"}})
     with pytest.raises(ConfigError, match="Unknown library source"):
         open_source(paths, {"library": {"source": "endnote"}})
+
+
+# ----------------------------------------------------------------------------- the local API read source's key
+
+
+def _local_source_sends(
+    tmp_path, monkeypatch, library: dict, *, approved: str | None, env: dict, expected: str
+) -> set[str]:
+    """Every key value the local read source sent to the (fake) local API while syncing and writing.
+
+    The fake accepts writes with ``expected`` only (a 403 otherwise), as Zotero 10 checks its local key."""
+    from tests.fakes.zotero_web_api import FakeZoteroAPI
+    from zocrates_nb.config import ConfigStore
+    from zocrates_nb.writers import read_local_key, store_local_key
+
+    for name in ("ZOTERO_API_KEY", "ZOTERO_LOCAL_API_KEY", "MY_LOCAL_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    paths = DataPaths(tmp_path / "data")
+    paths.root.mkdir(parents=True, exist_ok=True)
+    paths.locks.mkdir(parents=True, exist_ok=True)
+    if approved:
+        store_local_key(paths, approved)
+    with FakeZoteroAPI(library_id=0, api_key=expected, local=True) as api:
+        api.add_item({"key": "PAPER222", "itemType": "journalArticle", "title": "Spatial"})
+        store = ConfigStore(paths.config)
+        store.update({"library": {"source": "zotero-web", "local": True, "base_url": api.base_url, **library}})
+        config = store.read()  # defaults merged: library.api_key_env is ZOTERO_API_KEY unless set
+        source = open_source(paths, config, local_key=lambda: read_local_key(paths))
+        source.snapshot()
+        source.create_note("<p>local write</p>", parent_key="PAPER222")
+        source.close()
+        sent = set()
+        for _method, _path, headers in api.requests:
+            for name, value in headers.items():
+                if name.lower() in ("zotero-api-key", "authorization"):
+                    sent.add(value.removeprefix("Bearer "))
+        return sent
+
+
+def test_a_local_api_source_sends_the_approved_local_key_never_the_web_key(tmp_path, monkeypatch):
+    env = {"ZOTERO_API_KEY": "web-secret"}
+    sent = _local_source_sends(tmp_path, monkeypatch, {}, approved="local-approved", env=env, expected="local-approved")
+    assert sent == {"local-approved"}
+
+
+def test_a_local_api_source_takes_zotero_local_api_key(tmp_path, monkeypatch):
+    env = {"ZOTERO_API_KEY": "web-secret", "ZOTERO_LOCAL_API_KEY": "from-env"}
+    assert _local_source_sends(tmp_path, monkeypatch, {}, approved=None, env=env, expected="from-env") == {"from-env"}
+    # `library use web --local` writes api_key_env = ZOTERO_API_KEY: still never sent to localhost
+    named = {"api_key_env": "ZOTERO_API_KEY"}
+    sent = _local_source_sends(tmp_path / "b", monkeypatch, named, approved=None, env=env, expected="from-env")
+    assert sent == {"from-env"}
+
+
+def test_a_local_api_source_uses_an_explicitly_named_variable(tmp_path, monkeypatch):
+    env = {"ZOTERO_API_KEY": "web-secret", "MY_LOCAL_KEY": "mine"}
+    named = {"api_key_env": "MY_LOCAL_KEY"}
+    assert _local_source_sends(tmp_path, monkeypatch, named, approved="approved", env=env, expected="mine") == {"mine"}
+
+
+def test_the_local_writer_never_takes_the_web_key(tmp_path, monkeypatch):
+    """The writer for a local-API source follows the read source's rule: the web key stays off localhost."""
+    from zocrates_nb.writers import choose_writers, store_local_key
+
+    monkeypatch.setenv("ZOTERO_API_KEY", "web-secret")
+    monkeypatch.delenv("ZOTERO_LOCAL_API_KEY", raising=False)
+    paths = DataPaths(tmp_path / "data")
+    paths.root.mkdir(parents=True, exist_ok=True)
+    config = {"library": {"source": "zotero-web", "local": True, "api_key_env": "ZOTERO_API_KEY"}}
+    writers, reason = choose_writers(paths, config)
+    assert writers == [] and "library writer local" in reason
+    store_local_key(paths, "local-approved")
+    writers, _ = choose_writers(paths, config)
+    assert [w.api_key for w in writers] == ["local-approved"]

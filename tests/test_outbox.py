@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,27 @@ def _notes_in(api: FakeZoteroAPI) -> list[dict]:
     return [d for d in api.items.values() if d.get("itemType") == "note"]
 
 
+def _note_posts(api: FakeZoteroAPI) -> list[dict[str, str]]:
+    """The headers of every POST to the items endpoint (note creations and their retries), in order."""
+    return [
+        {k.lower(): v for k, v in headers.items()}
+        for method, path, headers in api.requests
+        if method == "POST" and path.split("?")[0].endswith("/items")
+    ]
+
+
+def _assert_created_once_and_retry_was_a_no_op(api: FakeZoteroAPI, key: str, write_token: str) -> None:
+    """Zotero accepted exactly one note-creating POST; the retry with the same write token created nothing.
+
+    Why ``created_by_post``: ``api.items`` is keyed by note key, so a duplicate POST of the same key
+    would overwrite, not add; the fake lists every key a POST created, duplicates included.
+    """
+    assert api.created_by_post == [key], f"not exactly once: {api.created_by_post}"
+    posts = _note_posts(api)
+    assert [p.get("zotero-write-token") for p in posts] == [write_token, write_token]  # the write, then the retry
+    assert write_token in api.used_write_tokens
+
+
 def test_save_without_a_writer_goes_to_the_outbox_and_is_searchable_at_once(tmp_path, zotero_dir):
     wb = _workbench(tmp_path, zotero_dir)
     saved = wb.save_note("Batch effects", "Slides from run two had *lower UMI counts*.", parent_key=PAPER)
@@ -136,7 +159,7 @@ def test_a_crash_between_zoteros_200_and_the_outbox_update_is_a_no_op_on_retry(t
     report = push_outbox(wb.paths, wb.config.read())
     assert report.written == [(saved.key, "zotero-web")]
     assert [n["key"] for n in _notes_in(api)] == [saved.key]
-    assert any(status == "POST" for status, *_ in api.requests)
+    _assert_created_once_and_retry_was_a_no_op(api, saved.key, entry.write_token)
     wb.close()
 
 
@@ -232,10 +255,62 @@ def test_unreachable_writer_is_transient():
     assert json.dumps(writer.__repr__()).count(KEY) == 0
 
 
+class _TruncatingHandler(BaseHTTPRequestHandler):
+    """Zotero's answer cut short: ``Content-Length: 1000``, a few bytes of JSON, then the connection closes."""
+
+    def _truncated(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        self.wfile.write(b'{"successful": {"0": {"key": ')
+        self.wfile.flush()
+        self.close_connection = True
+
+    do_GET = do_POST = _truncated
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def truncating_url():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _TruncatingHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    yield f"http://{host}:{port}/api"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_truncated_reply_is_a_transient_outage(truncating_url):
+    writer = NoteWriter("zotero-local", truncating_url, "users/0", "local-key", server_id="srv-1")
+    with pytest.raises(WriterUnavailable, match="broke off.*IncompleteRead") as err:
+        writer.create_note("ABCD2345", "<p>x</p>", write_token="t" * 32)
+    assert "outbox" in err.value.hint
+
+
+def test_a_truncated_reply_keeps_the_note_in_the_outbox_with_the_reason(
+    tmp_path, zotero_dir, truncating_url, monkeypatch
+):
+    wb = _workbench(tmp_path, zotero_dir)
+    monkeypatch.setenv("ZOTERO_LOCAL_API_KEY", "local-key")
+    wb.config.update({"writer": {"kind": "local", "local_base_url": truncating_url, "server_id": "srv-1"}})
+    saved = wb.save_note("Cut off", "The answer broke off mid-way.", parent_key=PAPER)
+    assert saved.destination == "outbox" and "broke off" in saved.reason, saved.reason
+    (entry,) = Outbox.for_paths(wb.paths).entries()
+    assert entry.key == saved.key and "broke off" in entry.reason and entry.attempts == 1
+    assert saved.key in wb.corpus.keys("note")
+    wb.close()
+
+
 def test_sigkill_after_zoteros_200_before_the_outbox_update(tmp_path, zotero_dir, api, monkeypatch):
     """A real process is killed (SIGKILL) right after Zotero confirmed, before ``confirm``: the retry is a no-op."""
     wb = _workbench(tmp_path, zotero_dir)
     saved = wb.save_note("Killed", "Exactly once even if killed.", parent_key=PAPER)  # no writer yet: outbox
+    token = Outbox.for_paths(wb.paths).entries()[0].write_token
     _use_web_writer(wb, api, monkeypatch)
     wb.close()
     script = textwrap.dedent(f"""
@@ -250,7 +325,7 @@ def test_sigkill_after_zoteros_200_before_the_outbox_update(tmp_path, zotero_dir
     """)
     proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "ZOTERO_API_KEY": KEY}, timeout=120)
     assert proc.returncode == -9
-    assert [n["key"] for n in _notes_in(api)] == [saved.key]  # Zotero has it…
+    assert api.created_by_post == [saved.key]  # Zotero has it…
     assert Outbox.for_paths(DataPaths.resolve(tmp_path / "data")).counts()["outbox"] == 1  # …the outbox too
     from zocrates_nb.saving import push_outbox
 
@@ -258,6 +333,7 @@ def test_sigkill_after_zoteros_200_before_the_outbox_update(tmp_path, zotero_dir
     report = push_outbox(paths, ConfigStore.for_paths(paths).read())
     assert report.written == [(saved.key, "zotero-web")]
     assert [n["key"] for n in _notes_in(api)] == [saved.key]  # still exactly one
+    _assert_created_once_and_retry_was_a_no_op(api, saved.key, token)
     assert _counts(DataPaths.resolve(tmp_path / "data")) == {"outbox": 0, "waiting": 1}
 
 
@@ -384,3 +460,58 @@ def test_a_passed_check_is_cached_per_writer_configuration(tmp_path, zotero_dir,
     assert wb.save_note("Fourth", "The dunnart note.", parent_key=PAPER).destination == "outbox"
     assert _key_checks(api) == checks + 1
     wb.close()
+
+
+# ----------------------------------------------------------------------------- search says "not yet in Zotero"
+
+
+def test_search_marks_outbox_notes_not_yet_in_zotero_with_one_outbox_query(
+    tmp_path, zotero_dir, api, monkeypatch, capsys
+):
+    from zocrates_nb.cli import main
+
+    wb = _workbench(tmp_path, zotero_dir)  # no writer: saved notes stay in the outbox
+    first = wb.save_note("Batch effects", "The okapi batch had lower UMI counts.", parent_key=PAPER)
+    second = wb.save_note("Batch again", "The okapi batch had lower UMI counts twice.", parent_key=PAPER)
+    asked = []
+    unsent = Outbox.unsent
+    monkeypatch.setattr(Outbox, "unsent", lambda self: asked.append(1) or unsent(self))
+    results = wb.search("okapi batch lower UMI counts", k=5, mode="lexical")
+    assert len(asked) == 1  # once per search, not per hit
+    assert {first.key, second.key} <= set(results.keys()) and set(results.pending) == {first.key, second.key}
+    assert "library writer" in results.pending[first.key]
+    hits = {h["key"]: h for h in results.to_dict()["hits"]}
+    assert hits[first.key]["pending"] is True and "library writer" in hits[first.key]["pending_reason"]
+    assert "Not yet in Zotero" in results.evidence_text.split(f"[Note Key: {first.key}")[1].split("\n")[1]
+    assert results._repr_html_().count("not yet in Zotero") == 2
+    in_zotero = wb.search("spot deconvolution matched reference", k=5, mode="lexical").to_dict()["hits"]
+    assert [h["pending"] for h in in_zotero if h["key"] == "NOTE3333"] == [False]
+    monkeypatch.setattr(Outbox, "unsent", unsent)
+    wb.config.update({"library": {"source": "zotero-dir", "zotero_dir": str(zotero_dir)}})  # what the CLI opens
+    wb.close()
+
+    data = str(tmp_path / "data")
+    argv = ["search", "okapi batch lower UMI counts", "--mode", "lexical", "--no-engine", "--data-dir", data]
+    assert main([*argv, "--json"]) == 0
+    cli_hits = {h["key"]: h for h in json.loads(capsys.readouterr().out)["hits"]}
+    assert cli_hits[first.key]["pending"] is True and cli_hits[first.key]["pending_reason"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.count("Not yet in Zotero") == 2
+
+    from zocrates_nb.saving import push_outbox
+
+    wb = Workbench(tmp_path / "data", auto_sync=False)
+    _use_web_writer(wb, api, monkeypatch)
+    assert len(push_outbox(wb.paths, wb.config.read()).written) == 2  # now in Zotero
+    results = wb.search("okapi batch lower UMI counts", k=5, mode="lexical")
+    assert results.pending == {} and "Not yet in Zotero" not in results.evidence_text
+    assert all(h["pending"] is False for h in results.to_dict()["hits"])
+    wb.close()
+
+
+def test_a_note_hit_from_json_renders_its_pending_flag():
+    from zocrates_nb.render import render_search_hit
+
+    row = render_search_hit({"key": "ABCD2345", "kind": "note", "pending": True, "pending_reason": "Zotero 503"}, 1)
+    assert "not yet in Zotero" in row and "Zotero 503" in row
+    assert "not yet in Zotero" not in render_search_hit({"key": "ABCD2345", "kind": "note", "pending": False}, 1)

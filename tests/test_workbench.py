@@ -168,3 +168,12 @@ def test_the_wiring_gives_the_index_its_collaborators(demo_workbench):
     conn.close()
     with pytest.raises(IndexCorruptError, match="empty although the corpus"):
         index.search("Visium deconvolution", mode="lexical")
+
+
+def test_demo_search_hits_are_never_pending_and_open_no_outbox(demo_workbench):
+    wb = demo_workbench
+    results = wb.search("cell type deconvolution", k=5, mode="lexical")
+    assert results.hits and results.pending == {} and wb.pending_notes() == {}
+    assert all(h["pending"] is False and h["pending_reason"] is None for h in results.to_dict()["hits"])
+    assert "not yet in Zotero" not in results._repr_html_()
+    assert not (wb.paths.root / "outbox.sqlite").exists()

@@ -48,6 +48,7 @@ class Setting:
 
     name: str
     kind: str  # str | int | number | bool | choice | url | env | id | map
+    #: ``int``: ``low <= value <= high``; ``number``: ``low < value <= high`` (``_range_text`` says which)
     default: Any
     help: str
     nullable: bool = False
@@ -216,7 +217,12 @@ def section_keys(section: str) -> tuple[str, ...]:
 
 
 def _range_text(s: Setting) -> str:
-    return f"{s.low:g}..{int(s.high)}" if s.low is not None and s.high is not None else ""
+    """The range as the validator applies it: ints ``low..high``; numbers ``> low`` (a 0 s timeout never answers)."""
+    if s.low is None or s.high is None:
+        return ""
+    if s.kind == "number":
+        return f"> {s.low:g} and ≤ {s.high:g}"
+    return f"{s.low:g}..{int(s.high)}"
 
 
 def _allowed_text(s: Setting) -> str:
@@ -275,7 +281,7 @@ def _check_int(where: str, s: Setting, value: Any) -> None:
 def _check_number(where: str, s: Setting, value: Any) -> None:
     if not _is_number(value) or not s.low < value <= s.high:
         raise ValidationError(
-            f"{where} must be a positive finite number up to {s.high:g}, not {str(value)[:80]!r}.",
+            f"{where} must be a finite number {_range_text(s)}, not {str(value)[:80]!r}.",
             hint=f"For example {s.example}.",
         )
 

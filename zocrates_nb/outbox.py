@@ -169,6 +169,16 @@ class Outbox:
             OutboxEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], written_to=r[5], written=r[6]) for r in rows
         ]
 
+    def unsent(self) -> dict[str, str]:
+        """Keys Zotero has not confirmed yet → why: one query, so every search can mark its outbox hits.
+
+        Why not ``entries()``: a search needs the keys only, not every note's HTML. A missing
+        ``outbox.sqlite`` (nothing was ever saved) costs a ``stat``, not a database."""
+        if not self.path.exists():
+            return {}
+        with closing(self._connect()) as conn:
+            return dict(conn.execute("SELECT key, reason FROM entries").fetchall())
+
     def counts(self) -> dict:
         """``outbox`` and ``waiting`` sizes, and how long the oldest waiting note has waited (s, or None)."""
         if not self.path.exists():

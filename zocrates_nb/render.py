@@ -107,14 +107,21 @@ def _muted(text: str) -> str:
 _LEFT = 'style="text-align:left"'
 
 
-def _source_cell(hit: Any) -> str:
-    """Kind and keys: a search result is where the researcher looks a key up to cite or read it."""
+def _source_cell(hit: Any, pending_reason: str | None = None) -> str:
+    """Kind and keys: a search result is where the researcher looks a key up to cite or read it.
+
+    A note still in the outbox says "not yet in Zotero" (and why), as the outbox list and the ChatPanel do."""
     kind, parent, key = field(hit, "kind"), field(hit, "parent_key"), field(hit, "key")
     cell = escape(kind_label(kind, parent))
     if key:
         cell += f" <code>{escape(key)}</code>"
     if parent:
         cell += f"<br><small>on paper <code>{escape(parent)}</code></small>"
+    if pending_reason is not None:
+        cell += (
+            f'<br><small class="zc-pending" style="color:#8a5a00" title="{escape(pending_reason)}">'
+            f"not yet in Zotero</small> {_muted(snippet(pending_reason, 120))}"
+        )
     return cell
 
 
@@ -139,15 +146,19 @@ def _evidence_cell(hit: Any) -> str:
     return f'{heading}<div class="zc-snippet">{markdown_to_html(snippet(text))}</div>'
 
 
-def render_search_hit(hit: Any, position: int) -> str:
-    """One search hit as a table row: source and keys, title and citation, text, retriever ranks, score."""
+def render_search_hit(hit: Any, position: int, pending_reason: str | None = None) -> str:
+    """One search hit as a table row: source and keys, title and citation, text, retriever ranks, score.
+
+    ``pending_reason``: why the note is not in Zotero yet (a hit from ``search --json`` carries its own)."""
+    if pending_reason is None and field(hit, "pending"):
+        pending_reason = str(field(hit, "pending_reason") or "waiting in the outbox")
     title = escape(field(hit, "title") or "(untitled)")
     if field(hit, "citation"):
         title += f"<br><small>{escape(field(hit, 'citation'))}</small>"
     score = field(hit, "score")
     cells = (
         str(position),
-        _source_cell(hit),
+        _source_cell(hit, pending_reason),
         f"<strong>{title}</strong>",
         _evidence_cell(hit),
         escape(_ranks_text(field(hit, "ranks"))),
@@ -168,8 +179,11 @@ def render_search_results(
     mode: str | None = None,
     latency_ms: float | None = None,
     notice: str | None = None,
+    pending: Mapping[str, str] | None = None,
 ) -> str:
     """Search results as one sanitized HTML table (``SearchResults._repr_html_`` and any list of hits).
+
+    ``pending``: keys of notes waiting in the outbox → why; their rows say "not yet in Zotero".
 
     Cells carry ``text-align:left`` themselves because JupyterLab's output CSS right-aligns table cells.
     """
@@ -184,7 +198,8 @@ def render_search_results(
     if not hits:
         return "".join(parts) + "<p>Nothing found.</p></div>"
     head = "".join(f"<th {_LEFT}>{name}</th>" for name in ("#", "Source", "Title", "Evidence", "Ranks", "Score"))
-    rows = "".join(render_search_hit(hit, i) for i, hit in enumerate(hits, 1))
+    pending = pending or {}
+    rows = "".join(render_search_hit(hit, i, pending.get(field(hit, "key"))) for i, hit in enumerate(hits, 1))
     return "".join(parts) + (
         f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
     )

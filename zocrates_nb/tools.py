@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,10 +90,12 @@ def is_inlined(hit: SearchHit) -> bool:
     return hit.kind == "note" and _word_count(hit) < INLINE_WORDS
 
 
-def format_hit(hit: SearchHit) -> str:
-    """The evidence block for one hit (see the module docstring for the three shapes)."""
+def format_hit(hit: SearchHit, pending_reason: str | None = None) -> str:
+    """The evidence block for one hit (module docstring); ``pending_reason``: the note waits in the outbox."""
     if hit.kind == "note":
         lines = [note_header(hit)]
+        if pending_reason is not None:
+            lines.append(f"Not yet in Zotero (waiting in the outbox): {_one_line(pending_reason, 30)}")
         if hit.parent_key and hit.parent_title:
             lines.append(f"Parent paper: {_one_line(hit.parent_title)}")
         if is_inlined(hit):
@@ -119,14 +121,17 @@ def format_hit(hit: SearchHit) -> str:
     return "\n".join(lines)
 
 
-def format_evidence(query: str, hits: list[SearchHit], notices: Sequence[str] = ()) -> str:
-    """The whole tool result an agent reads: notices, a one-line summary, then one block per hit."""
+def format_evidence(
+    query: str, hits: list[SearchHit], notices: Sequence[str] = (), pending: Mapping[str, str] | None = None
+) -> str:
+    """What an agent reads: notices, a summary, one block per hit (``pending``: outbox keys → why)."""
+    pending = pending or {}
     head = [f"Notice: {n}" for n in notices]
     if not hits:
         head.append(f'No results for "{_one_line(query, 30)}". Try other words or fewer filters.')
         return "\n".join(head)
     head.append(f'{len(hits)} result{"s" if len(hits) != 1 else ""} for "{_one_line(query, 30)}":')
-    return "\n".join(head) + "\n\n" + "\n\n".join(format_hit(h) for h in hits)
+    return "\n".join(head) + "\n\n" + "\n\n".join(format_hit(h, pending.get(h.key)) for h in hits)
 
 
 # ---------------------------------------------------------------------------- results object
@@ -143,6 +148,8 @@ class SearchResults:
     mode: str = "hybrid"
     filters: dict = field(default_factory=dict)
     latency_ms: float = 0.0
+    #: hits saved here that wait in the outbox, key → why: they are not in Zotero yet
+    pending: dict[str, str] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.hits)
@@ -176,6 +183,8 @@ class SearchResults:
                     "ranks": dict(h.ranks),
                     "inlined": is_inlined(h),
                     "citation": h.citation,
+                    "pending": h.key in self.pending,  # true: saved here, not yet in Zotero (outbox)
+                    "pending_reason": self.pending.get(h.key),
                 }
                 for h in self.hits
             ],
@@ -190,8 +199,9 @@ class SearchResults:
     def _repr_html_(self) -> str:
         from zocrates_nb.render import render_search_results  # the one renderer (sanitized, escaped)
 
+        hits, pending = self.hits, self.pending
         return render_search_results(
-            self.hits, query=self.query, mode=self.mode, latency_ms=self.latency_ms, notice=self.notice
+            hits, query=self.query, mode=self.mode, latency_ms=self.latency_ms, notice=self.notice, pending=pending
         )
 
 
@@ -201,6 +211,10 @@ class SearchResults:
 class LibraryTools:
     """The agent-facing tools over one corpus and index; every search emits a ``search`` event."""
 
+    #: keys of notes waiting in the outbox → why; set by the wiring (the tools never open the outbox),
+    #: asked once per search and only when a note was found
+    pending: Callable[[], Mapping[str, str]] | None = None
+
     def __init__(
         self, corpus: Any, index: SearchIndex, events: EventSink | None = None, *, mode: str = "hybrid"
     ) -> None:
@@ -208,6 +222,12 @@ class LibraryTools:
         self.index = index
         self.events: EventSink = events if events is not None else NullEventSink()
         self.mode = mode
+
+    def _pending_among(self, hits: Sequence[SearchHit]) -> dict[str, str]:
+        if self.pending is None or not any(h.kind == "note" for h in hits):
+            return {}
+        waiting = self.pending()
+        return {h.key: waiting[h.key] for h in hits if h.kind == "note" and h.key in waiting}
 
     def search_corpus(
         self,
@@ -233,11 +253,13 @@ class LibraryTools:
         hits, notices = self.index.search_with_notices(query, k=k, filters=filters, mode=mode)
         if asked > max_k:
             notices.append(f"k={asked} was capped at {max_k} results.")
+        pending = self._pending_among(hits)
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         results = SearchResults(
             query=text,
             hits=hits,
-            evidence_text=format_evidence(text, hits, notices),
+            evidence_text=format_evidence(text, hits, notices, pending),
+            pending=pending,
             notice=" ".join(notices) or None,
             mode=mode,
             filters=dict(filters or {}),

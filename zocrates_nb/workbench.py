@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from .explain import Explanation
     from .index.hybrid import HybridIndex
     from .protocols import ChatClient
-    from .render import BundleView
     from .tools import LibraryTools, SearchResults
 
 __all__ = ["SavedNote", "Workbench", "default_workbench", "open_workbench"]
@@ -48,11 +47,11 @@ class Workbench(WorkbenchViews):
     ``one_shot=True`` (the CLI's ``search``): dense reads skip ``import chromadb`` and the
     vectors are not reconciled on first use.
 
-    Verbs: ``sync``, ``search``, ``ask``, ``read_document``, ``bundle``, ``explain``,
-    ``save_answer`` / ``save_session`` / ``save_note``; views: ``collections``,
-    ``papers``, ``status``, ``profile`` (read-only, from ``workbench_views``), ``diagnostics``. ``close()``
-    when done. Attributes: ``paths`` (``DataPaths``), ``config`` (``ConfigStore``), ``source``
-    (``LibrarySource``), ``events`` (``EventLog``).
+    Verbs: ``sync``, ``search``, ``ask``, ``read_document``, ``explain``, ``save_answer`` /
+    ``save_session`` / ``save_note``; views (read-only, from ``workbench_views``): ``bundle``,
+    ``get_document_toc``, ``collections``, ``papers``, ``status``, ``profile``, ``pending_notes``;
+    ``diagnostics``. ``close()`` when done. Attributes: ``paths`` (``DataPaths``), ``config``
+    (``ConfigStore``), ``source`` (``LibrarySource``), ``events`` (``EventLog``).
     """
 
     def __init__(
@@ -91,8 +90,10 @@ class Workbench(WorkbenchViews):
                 zotero_dir=Path(zotero_dir) if zotero_dir else None,
             )
         from .library import open_source
+        from .writers import read_local_key
 
-        return open_source(self.paths, self.config.read())
+        # a local API source sends the approved local key (the local writer's), never $ZOTERO_API_KEY
+        return open_source(self.paths, self.config.read(), local_key=lambda: read_local_key(self.paths))
 
     def _with_pending(self, source: LibrarySource) -> LibrarySource:
         """Zotero sources are read through the outbox overlay (saved notes stay visible until Zotero has them)."""
@@ -135,10 +136,14 @@ class Workbench(WorkbenchViews):
 
     @cached_property
     def tools(self) -> LibraryTools:
-        """The agents' tools (search_corpus, read_document, get_document_toc) over this corpus."""
+        """The agents' tools (search_corpus, read_document, get_document_toc) over this corpus.
+
+        Their searches mark the hits still in the outbox ("not yet in Zotero"): ``pending_notes``."""
         from .tools import LibraryTools
 
-        return LibraryTools(self.corpus, self.index, self.events)
+        tools = LibraryTools(self.corpus, self.index, self.events)
+        tools.pending = self.pending_notes
+        return tools
 
     @cached_property
     def coordinator(self) -> Coordinator:
@@ -243,22 +248,6 @@ class Workbench(WorkbenchViews):
         """The Markdown of a note or paper (or of one section of it, by heading)."""
         return self.tools.read_document(key, section=section)
 
-    def get_document_toc(self, key: str) -> list[dict[str, Any]]:
-        """The headings of a document, to read one section with ``read_document(key, section=...)``."""
-        return self.tools.get_document_toc(key)
-
-    def bundle(self, key: str) -> BundleView:
-        """A note or paper as a notebook shows it: title, provenance, sanitized content (``BundleView``).
-
-        The Markdown is read first (one ``read`` event; a stale bundle is re-materialised), then
-        the manifest of that same fresh bundle is looked up (a ``lookup``, so one display counts
-        as one read in the hit rates).
-        """
-        from .render import BundleView
-
-        markdown = self.read_document(key)
-        return BundleView(self.corpus.manifest(key), markdown)
-
     def new_session(self) -> ChatSession:
         """A fresh chat session: ``ask(..., session=s)`` keeps the conversation's history in ``s``."""
         return self.coordinator.new_session()
@@ -323,8 +312,6 @@ class Workbench(WorkbenchViews):
     # -- your own Zotero ---------------------------------------------------
     def use_zotero(self, path: str | Path | None = None) -> SyncReport:
         """Switch this data directory to a Zotero data directory (the detected one by default) and sync it."""
-        from .library import open_source
-
         if path is None:
             offer = self.zotero_offer()
             if offer is None:
@@ -347,7 +334,7 @@ class Workbench(WorkbenchViews):
             for name in ("tools", "coordinator"):
                 self.__dict__.pop(name, None)
             self.source.close()
-            self.source = self._with_pending(open_source(self.paths, self.config.read()))
+            self.source = self._with_pending(self._open_source(None, None))
         return self.sync(progress=False)
 
     def rebuild_index(self) -> dict[str, Any]:

@@ -13,17 +13,48 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import ConfigStore
+    from .corpus.sync import Corpus
     from .library.base import Collection, LibrarySource, Paper
     from .library.detect import DetectedLibrary
     from .paths import DataPaths
+    from .render import BundleView
+    from .tools import LibraryTools
 
 
 class WorkbenchViews:
-    """What a workbench shows without changing anything; ``Workbench`` sets ``paths``, ``config``, ``source``."""
+    """What a workbench shows without changing anything; ``Workbench`` sets ``paths``, ``config``, ``source``
+    and opens ``corpus`` and ``tools``."""
 
     paths: DataPaths
     config: ConfigStore
     source: LibrarySource
+
+    if TYPE_CHECKING:  # opened lazily by ``Workbench`` (cached properties)
+
+        @property
+        def corpus(self) -> Corpus: ...
+
+        @property
+        def tools(self) -> LibraryTools: ...
+
+        def read_document(self, key: str, section: str | None = None) -> str: ...
+
+    # -- documents -----------------------------------------------------------
+    def get_document_toc(self, key: str) -> list[dict[str, Any]]:
+        """The headings of a document, to read one section with ``read_document(key, section=...)``."""
+        return self.tools.get_document_toc(key)
+
+    def bundle(self, key: str) -> BundleView:
+        """A note or paper as a notebook shows it: title, provenance, sanitized content (``BundleView``).
+
+        The Markdown is read first (one ``read`` event; a stale bundle is re-materialised), then
+        the manifest of that same fresh bundle is looked up (a ``lookup``, so one display counts
+        as one read in the hit rates).
+        """
+        from .render import BundleView
+
+        markdown = self.read_document(key)
+        return BundleView(self.corpus.manifest(key), markdown)
 
     # -- your own Zotero ---------------------------------------------------
     def zotero_offer(self) -> DetectedLibrary | None:
@@ -34,6 +65,17 @@ class WorkbenchViews:
             return None
         found = detect(probe=False)
         return found[0] if found else None
+
+    def pending_notes(self) -> dict[str, str]:
+        """Notes saved here that wait in the outbox (not yet in Zotero), key → why; {} for the demo library.
+
+        Why here, in the wiring: search results say "not yet in Zotero" for these keys, but the index
+        and the tools never open the outbox; ``Workbench.tools`` is handed this lookup (one query a search).
+        """
+        from .library.pending import is_zotero_source
+        from .outbox import Outbox
+
+        return Outbox.for_paths(self.paths).unsent() if is_zotero_source(self.source) else {}
 
     # -- library views ----------------------------------------------------
     def collections(self) -> list[Collection]:

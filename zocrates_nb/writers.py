@@ -69,8 +69,10 @@ def choose_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
     library, writer = config.get("library") or {}, config.get("writer") or {}
     if library.get("source") == "zotero-web":
         key = os.environ.get(library.get("api_key_env") or "ZOTERO_API_KEY", "").strip()
-        if library.get("local"):  # the approved local key (`library writer local`), else the named variable
-            local_key = read_local_key(paths) or key
+        if library.get("local"):  # the key the local read source sends (library.open_source's rule):
+            # a variable the user named, else the approved local key; never the zotero.org key
+            named = library.get("api_key_env")
+            local_key = (key if named and named != "ZOTERO_API_KEY" else "") or read_local_key(paths)
             if not local_key:
                 return [], "no local API key: run `zocrates-nb library writer local` (Zotero 10)"
             return [

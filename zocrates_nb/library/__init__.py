@@ -7,7 +7,8 @@
 - ``"zotero-dir"``: the same from ``zotero_dir`` (``zotero.sqlite`` + ``storage/`` full text);
   ``desktop_library_id`` picks a group library's ``libraryID`` (default: My Library);
 - ``"zotero-web"``: the Zotero Web API, or Zotero 10's local API with ``local: true``
-  (``zotero_web``; the API key is read from the environment variable ``api_key_env``).
+  (``zotero_web``; the Web API key is read from the environment variable ``api_key_env``; the
+  local API takes ``$ZOTERO_LOCAL_API_KEY`` or the approved local key, never ``$ZOTERO_API_KEY``).
 
 Sources are imported lazily so that the demo library never loads pyzotero.
 """
@@ -15,6 +16,7 @@ Sources are imported lazily so that the demo library never loads pyzotero.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from ..config_schema import LIBRARY_SOURCES
@@ -24,10 +26,32 @@ from .base import Collection, LibrarySnapshot, LibrarySource, Note, Paper
 __all__ = ["open_source", "LibrarySource", "LibrarySnapshot", "Note", "Paper", "Collection", "SOURCES"]
 
 SOURCES = LIBRARY_SOURCES  # declared once, in config_schema
+#: the schema's default ``library.api_key_env``: a zotero.org key, never sent to the local API
+WEB_KEY_ENV = "ZOTERO_API_KEY"
+LOCAL_KEY_ENV = "ZOTERO_LOCAL_API_KEY"
 
 
-def open_source(paths, config: dict) -> LibrarySource:
-    """The library source the config asks for (``paths`` is a ``DataPaths``)."""
+def _local_key(lib: dict, approved_key: Callable[[], str | None] | None) -> str | None:
+    """The key a local API *read* source sends to 127.0.0.1: the one the local writer uses.
+
+    Why not ``api_key_env``: the schema (and ``library use web``) fill it with ``ZOTERO_API_KEY``,
+    a zotero.org key that must never go to localhost. So the local source takes the variable the
+    user named explicitly, else ``approved_key()`` (the wiring passes ``writers.read_local_key``:
+    ``$ZOTERO_LOCAL_API_KEY``, else the key approved with ``library writer local``), else
+    ``$ZOTERO_LOCAL_API_KEY``. The library layer does not reach up into the writers itself.
+    """
+    named = lib.get("api_key_env")
+    if named and named != WEB_KEY_ENV and os.environ.get(named, "").strip():
+        return os.environ[named].strip()
+    if approved_key is not None:
+        return approved_key() or None
+    return os.environ.get(LOCAL_KEY_ENV, "").strip() or None
+
+
+def open_source(paths, config: dict, *, local_key: Callable[[], str | None] | None = None) -> LibrarySource:
+    """The library source the config asks for (``paths`` is a ``DataPaths``).
+
+    ``local_key()``: the approved Zotero 10 local API key (the wiring passes ``writers.read_local_key``)."""
     lib = dict((config or {}).get("library") or {})
     source = lib.get("source") or "demo"
     if source == "demo":
@@ -58,11 +82,12 @@ def open_source(paths, config: dict) -> LibrarySource:
                 "Set library.library_id to your Zotero user ID (zotero.org/settings/keys) "
                 'or a group ID, and library.library_type to "user" or "group".',
             )
-        key_env = lib.get("api_key_env") or ("ZOTERO_LOCAL_API_KEY" if local else "ZOTERO_API_KEY")
         return ZoteroWebLibrary(
             library_id=library_id if library_id not in (None, "") else 0,
             library_type=lib.get("library_type") or "user",
-            api_key=os.environ.get(key_env) or None,
+            api_key=_local_key(lib, local_key)
+            if local
+            else (os.environ.get(lib.get("api_key_env") or WEB_KEY_ENV) or None),
             cache_path=paths.web_cache,
             local=local,
             base_url=lib.get("base_url"),

@@ -13,6 +13,7 @@ short timeout: never hang.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -24,7 +25,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 LOCAL_PORT = 23119
-_PREF_RE = re.compile(r'user_pref\("extensions\.zotero\.(dataDir|useDataDir)",\s*(.+?)\);')
+#: one pref line; the value is a whole JavaScript string literal (a ``);`` inside a path cannot end it)
+_PREF_RE = re.compile(
+    r'user_pref\(\s*"extensions\.zotero\.(dataDir|useDataDir)"\s*,\s*'
+    r'("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|true|false)\s*\)\s*;',
+    re.S,
+)
+_JS_ESCAPE_RE = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|.)", re.S)
+_JS_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
 
 @dataclass(frozen=True)
@@ -63,12 +71,44 @@ def profile_roots(home: Path | None = None) -> list[Path]:
     return [home / ".zotero" / "zotero", home / ".var" / "app" / "org.zotero.Zotero" / ".zotero" / "zotero"]
 
 
+def js_string_value(literal: str) -> str:
+    """The text of a JavaScript string literal as Firefox/Zotero write it into ``prefs.js`` (pure).
+
+    Why not ``unicode_escape``: that codec reads the UTF-8 bytes of ``/home/josé`` as Latin-1
+    (``josÃ©``), so a non-ASCII data directory was silently not found. The file is UTF-8 text;
+    only backslash escapes need decoding. A double-quoted literal is JSON in practice
+    (``\\\\``, ``\\"``, ``\\n``, ``\\uXXXX`` with surrogate pairs); what JSON refuses (single
+    quotes, ``\\xXX``, ``\\'``, ``\\u{…}``) is decoded by the same rules Firefox's pref parser uses.
+    """
+    if len(literal) < 2 or literal[0] not in "\"'" or literal[-1] != literal[0]:
+        return literal
+    decoded = None
+    if literal[0] == '"':
+        try:
+            decoded = json.loads(literal)
+        except ValueError:
+            decoded = None
+    if not isinstance(decoded, str):
+        decoded = _JS_ESCAPE_RE.sub(_js_escape, literal[1:-1])
+    # "\\uD83D\\uDE00" may leave two surrogates: pair them; a lone one (no file name can hold it) → U+FFFD
+    return decoded.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _js_escape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code.startswith("u{"):
+        return chr(min(int(code[2:-1], 16), 0x10FFFF))
+    if len(code) > 1:  # uXXXX or xXX
+        return chr(int(code[1:], 16))
+    return _JS_SIMPLE_ESCAPES.get(code, "" if code == "\n" else code)  # \\<newline> continues the line
+
+
 def parse_prefs(text: str) -> Path | None:
     """The data directory a ``prefs.js`` names, when ``useDataDir`` is true (pure)."""
-    prefs = {name: value.strip() for name, value in _PREF_RE.findall(text)}
+    prefs = {name: value for name, value in _PREF_RE.findall(text)}
     if prefs.get("useDataDir") != "true" or "dataDir" not in prefs:
         return None
-    raw = prefs["dataDir"].strip('"').encode("utf-8").decode("unicode_escape")
+    raw = js_string_value(prefs["dataDir"])
     return Path(raw) if raw else None
 
 
@@ -93,43 +133,57 @@ def candidate_dirs(home: Path | None = None) -> list[tuple[Path, str]]:
 
 
 def read_zotero_db(sqlite_path: Path) -> dict:
-    """Settings and counts of a ``zotero.sqlite``, read from a temporary copy."""
+    """Settings and counts of a ``zotero.sqlite``, read from a temporary copy (with its ``-wal``/``-journal``)."""
     with tempfile.TemporaryDirectory(prefix="zocrates-detect-") as tmp:
         copy = Path(tmp) / "zotero.sqlite"
         shutil.copyfile(sqlite_path, copy)
-        for suffix in ("-wal",):
+        for suffix in ("-wal", "-journal"):
             side = sqlite_path.with_name(sqlite_path.name + suffix)
             if side.exists():
                 shutil.copyfile(side, copy.with_name(copy.name + suffix))
-        with closing(sqlite3.connect(copy)) as conn:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        with closing(sqlite3.connect(copy, isolation_level=None)) as conn:
+            conn.text_factory = lambda b: b.decode("utf-8", "replace")  # as the desktop source reads it
+            return {**_settings(conn), **_synced_counts(conn, sqlite_path)}
 
-            def one(sql: str, *args):
-                try:
-                    row = conn.execute(sql, args).fetchone()
-                except sqlite3.Error:
-                    return None
-                return row[0] if row else None
 
-            settings = "settings" in tables
-            groups = dict(conn.execute("SELECT libraryID, groupID FROM groups")) if "groups" in tables else {}
-            return {
-                "groups": groups,  # desktop libraryID → zotero.org groupID (what the Web API calls it)
-                "userdata_schema": one("SELECT version FROM version WHERE schema = 'userdata'"),
-                "zotero_version": one("SELECT value FROM settings WHERE setting = 'client' AND key = 'lastVersion'")
-                if settings
-                else None,
-                "user_id": one("SELECT value FROM settings WHERE setting = 'account' AND key = 'userID'")
-                if settings
-                else None,
-                "items": one(
-                    "SELECT count(*) FROM items WHERE itemID NOT IN (SELECT itemID FROM itemNotes) "
-                    "AND itemID NOT IN (SELECT itemID FROM itemAttachments)"
-                )
-                or 0,
-                "notes": one("SELECT count(*) FROM itemNotes") or 0,
-                "collections": one("SELECT count(*) FROM collections") or 0,
-            }
+def _settings(conn: sqlite3.Connection) -> dict:
+    """Schema version, Zotero version, the zotero.org account and the group ids; None where absent."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def one(sql: str):
+        try:
+            row = conn.execute(sql).fetchone()
+        except sqlite3.Error:
+            return None
+        return row[0] if row else None
+
+    settings = "settings" in tables
+    return {
+        # desktop libraryID → zotero.org groupID (what the Web API calls it)
+        "groups": dict(conn.execute("SELECT libraryID, groupID FROM groups")) if "groups" in tables else {},
+        "userdata_schema": one("SELECT version FROM version WHERE schema = 'userdata'"),
+        "zotero_version": one("SELECT value FROM settings WHERE setting = 'client' AND key = 'lastVersion'")
+        if settings
+        else None,
+        "user_id": one("SELECT value FROM settings WHERE setting = 'account' AND key = 'userID'") if settings else None,
+    }
+
+
+def _synced_counts(conn: sqlite3.Connection, sqlite_path: Path) -> dict:
+    """Papers, notes and collections of My Library exactly as ``sync`` would read them.
+
+    Why the reader itself: counting with separate SQL drifted (feed items, annotations, the trash
+    and group libraries were counted), so the offer promised items that sync never showed. The
+    desktop source's ``SnapshotReader`` decides; full text is skipped (counts do not need it).
+    """
+    from ..errors import LibraryError
+    from .zotero_desktop_reader import SnapshotReader
+
+    try:
+        snap = SnapshotReader(conn, sqlite_path=sqlite_path, library_id=None, fulltext_for=lambda keys, f: None).read()
+    except (LibraryError, sqlite3.Error):  # not (or no longer) a Zotero database: nothing sync could read
+        return {"items": 0, "notes": 0, "collections": 0}
+    return {"items": len(snap.papers), "notes": len(snap.notes), "collections": len(snap.collections)}
 
 
 def probe_local_api(port: int = LOCAL_PORT, timeout: float = 0.5) -> tuple[bool, bool]:

@@ -22,6 +22,7 @@ the outbox and try later) and ``LibraryError`` (Zotero refused it: say why).
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -57,10 +58,13 @@ def http_json(method: str, url: str, headers: dict[str, str], body: Any = None, 
         headers={"Zotero-API-Version": "3", **headers, **({"Content-Type": "application/json"} if data else {})},
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (http(s) checked by config)
-            raw, status, got = response.read(), response.status, dict(response.headers.items())
-    except urllib.error.HTTPError as exc:
-        raw, status, got = exc.read(), exc.code, dict(exc.headers.items())
+        raw, status, got = _exchange(request, timeout)
+    except http.client.HTTPException as exc:  # IncompleteRead, BadStatusLine, …: the answer broke off
+        raise WriterUnavailable(
+            f"Zotero's answer from {url.split('?')[0]} broke off ({type(exc).__name__}: {str(exc)[:120]}).",
+            "The note waits in the outbox; `zocrates-nb outbox push` sends it again later "
+            "(its write token keeps Zotero from saving it twice).",
+        ) from exc
     except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise WriterUnavailable(
@@ -73,6 +77,20 @@ def http_json(method: str, url: str, headers: dict[str, str], body: Any = None, 
     except json.JSONDecodeError:
         parsed = text
     return Reply(status, {k.lower(): v for k, v in got.items()}, parsed)
+
+
+def _exchange(request: urllib.request.Request, timeout: float) -> tuple[bytes, int, dict[str, str]]:
+    """(body, status, headers) of one request; an HTTP error status is an answer too.
+
+    Why ``http_json`` also catches ``http.client.HTTPException``: a reply cut short (``Content-Length``
+    larger than the body, then the connection closes) raises ``IncompleteRead`` from ``read()``,
+    which is no ``OSError``; it means "no answer", like an outage, not a refusal.
+    """
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (http(s) checked by config)
+            return response.read(), response.status, dict(response.headers.items())
+    except urllib.error.HTTPError as exc:
+        return exc.read(), exc.code, dict(exc.headers.items())
 
 
 @dataclass
