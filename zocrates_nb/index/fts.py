@@ -189,7 +189,10 @@ def clear(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
 
 
-def _filter_sql(filters: Mapping[str, str] | None) -> tuple[str, list]:
+def _filter_sql(filters: Mapping[str, str] | None, row_column: str = "c") -> tuple[str, list]:
+    """The WHERE clause for ``filters`` over ``chunks AS c``; ``row_column`` names the table whose
+    rowid is the chunk's (the FTS table when it drives the query, so the collection test runs
+    before any ``chunks`` row is read)."""
     clauses, params = [], []
     filters = filters or {}
     item_type = filters.get("item_type")
@@ -200,7 +203,9 @@ def _filter_sql(filters: Mapping[str, str] | None) -> tuple[str, list]:
             clauses.append("c.item_type = ?")
         params.append(item_type)
     if filters.get("collection"):
-        clauses.append("EXISTS (SELECT 1 FROM json_each(c.collections) WHERE value = ?)")
+        # an indexed id set (chunk_collections), not a JSON parse per match; the unary ``+``
+        # keeps SQLite from handing the rowid test to FTS5, which would re-run MATCH per id
+        clauses.append(f"+{row_column}.rowid IN (SELECT chunk FROM chunk_collections WHERE collection = ?)")
         params.append(filters["collection"])
     if filters.get("parent_key"):
         clauses.append("c.parent_key = ?")
@@ -221,7 +226,7 @@ def search(
     """
     if not match or limit <= 0:
         return []
-    where, params = _filter_sql(filters)
+    where, params = _filter_sql(filters, row_column="chunks_fts")
     if not where:
         return _top_ranked(conn, match, limit)
     sql = f"""SELECT c.chunk_id, c.key, chunks_fts.rank FROM chunks_fts

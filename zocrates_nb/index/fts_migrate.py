@@ -7,7 +7,7 @@ import sqlite3
 from zocrates_nb.index.fts_schema import _SCHEMA as SCHEMA
 from zocrates_nb.index.fts_schema import _split_sql
 
-__all__ = ["add_context_column"]
+__all__ = ["add_collection_index", "add_context_column"]
 
 
 def add_context_column(conn: sqlite3.Connection) -> None:
@@ -26,3 +26,23 @@ def add_context_column(conn: sqlite3.Connection) -> None:
     for statement in _split_sql(SCHEMA):
         conn.execute(statement)
     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+
+
+def add_collection_index(conn: sqlite3.Connection) -> None:
+    """An index from before ``chunk_collections``: create it and fill it from the stored JSON.
+
+    Why the table: a collection filter used to parse every matching chunk's ``collections``
+    JSON (``json_each``), which cost most of a filtered search; the table makes it an indexed
+    id set. Later writes keep it in step through the ``chunks_cc_*`` triggers.
+    """
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "chunks" not in tables or "chunk_collections" in tables:
+        return
+    conn.execute(
+        "CREATE TABLE chunk_collections(collection TEXT NOT NULL, chunk INTEGER NOT NULL, "
+        "PRIMARY KEY(collection, chunk)) WITHOUT ROWID"
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO chunk_collections(collection, chunk) "
+        "SELECT j.value, c.id FROM chunks AS c, json_each(c.collections) AS j"
+    )

@@ -57,6 +57,25 @@ CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
         VALUES ('delete', old.id, old.title, old.text, old.context);
     INSERT INTO chunks_fts(rowid, title, text, context) VALUES (new.id, new.title, new.text, new.context);
 END;
+CREATE TABLE IF NOT EXISTS chunk_collections(
+    collection TEXT NOT NULL,
+    chunk INTEGER NOT NULL,
+    PRIMARY KEY(collection, chunk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS chunk_collections_by_chunk ON chunk_collections(chunk);
+CREATE TRIGGER IF NOT EXISTS chunks_cc_ai AFTER INSERT ON chunks BEGIN
+    INSERT OR IGNORE INTO chunk_collections(collection, chunk)
+        SELECT value, new.id FROM json_each(new.collections);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_cc_ad AFTER DELETE ON chunks BEGIN
+    DELETE FROM chunk_collections WHERE chunk = old.id;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_cc_au AFTER UPDATE OF collections ON chunks
+    WHEN old.collections IS NOT new.collections BEGIN
+    DELETE FROM chunk_collections WHERE chunk = old.id;
+    INSERT OR IGNORE INTO chunk_collections(collection, chunk)
+        SELECT value, new.id FROM json_each(new.collections);
+END;
 CREATE TABLE IF NOT EXISTS index_documents(
     key TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
@@ -78,8 +97,9 @@ CREATE TABLE IF NOT EXISTS index_documents(
 
 def ensure_schema(conn: sqlite3.Connection, title_weight: float | None = None) -> None:
     """Create the tables and triggers if missing (idempotent, safe inside a transaction)."""
-    from zocrates_nb.index.fts_migrate import add_context_column
+    from zocrates_nb.index.fts_migrate import add_collection_index, add_context_column
 
+    add_collection_index(conn)
     add_context_column(conn)
     for statement in _split_sql(_SCHEMA):
         conn.execute(statement)
@@ -95,6 +115,11 @@ _OBJECTS = (
     "chunks_ai",
     "chunks_ad",
     "chunks_au",
+    "chunk_collections",
+    "chunk_collections_by_chunk",
+    "chunks_cc_ai",
+    "chunks_cc_ad",
+    "chunks_cc_au",
     "index_documents",
 )
 
