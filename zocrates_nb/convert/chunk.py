@@ -167,18 +167,20 @@ class _Packer:
             pieces = _split_long(text, budget, self.overlap_words)
         else:
             pieces = [text]
-        for piece in pieces:
-            self._add_piece(section, piece)
+        for i, piece in enumerate(pieces):
+            # a split block's later pieces already begin with their overlap: a carry on top of
+            # it would repeat those words (and make the chunk too long for the window)
+            self._add_piece(section, piece, carry=i == 0)
 
-    def _add_piece(self, section: str | None, piece: str) -> None:
+    def _add_piece(self, section: str | None, piece: str, *, carry: bool = True) -> None:
         """One piece of a block: a full chunk is closed first, carrying its last sentences within a section."""
         piece_words = count_words(piece)
         if self.parts and self.part_words + piece_words > self.target_words:
-            carry = _tail(self.parts[-1], self.overlap_words) if section == self.section else ""
+            carry_text = _tail(self.parts[-1], self.overlap_words) if carry and section == self.section else ""
             self.emit()
             self.section = section
-            if carry and count_words(carry) + piece_words <= self.target_words:
-                self.parts, self.part_words = [carry], count_words(carry)
+            if carry_text and count_words(carry_text) + piece_words <= self.target_words:
+                self.parts, self.part_words = [carry_text], count_words(carry_text)
         self._append(section, piece, piece_words)
 
 
