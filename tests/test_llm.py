@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
@@ -206,10 +205,9 @@ def test_other_4xx_shows_the_server_message_redacted():
 
 
 def test_unreachable_endpoint_names_the_url():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/v1"
+    from tests.fakes.loopback import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     llm = LLMClient(settings(url, max_retries=1), KEY, None, backoff_base_s=0.01)
     with pytest.raises(LLMError) as info:
         llm.chat("library_synthesizer", [{"role": "user", "content": "x"}])

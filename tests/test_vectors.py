@@ -191,11 +191,9 @@ def test_two_stores_in_one_process_share_a_client_and_see_each_other(paths):
 def test_unknown_mode_and_unreachable_server_give_clear_errors(paths):
     with pytest.raises(ZocratesError, match="Unknown vectors mode"):
         VectorStore(paths, {"vectors": {"mode": "cloud"}}, model_id="m", dim=DIM)
-    import socket
+    from tests.fakes.loopback import free_port
 
-    with socket.socket() as s:  # a port with nothing listening on it
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens there
     store = VectorStore(paths, {"vectors": {"mode": "http", "host": "127.0.0.1", "port": port}}, model_id="m", dim=DIM)
     with pytest.raises(ZocratesError, match="not reachable") as err:
         store.count()

@@ -177,3 +177,19 @@ def test_demo_search_hits_are_never_pending_and_open_no_outbox(demo_workbench):
     assert all(h["pending"] is False and h["pending_reason"] is None for h in results.to_dict()["hits"])
     assert "not yet in Zotero" not in results._repr_html_()
     assert not (wb.paths.root / "outbox.sqlite").exists()
+
+
+def test_a_closed_workbench_is_never_handed_out_again(tmp_path, demo_template):
+    """``open_workbench`` caches one workbench per directory; closing it must drop it from the cache."""
+    import shutil
+
+    home = tmp_path / "reopen"
+    shutil.copytree(demo_template, home)
+    first = open_workbench(home, dense_in_background=False)
+    first.close()
+    second = open_workbench(home, dense_in_background=False)
+    try:
+        assert second is not first
+        assert second.search("MERFISH error-robust barcodes", k=3, mode="lexical").hits
+    finally:
+        second.close()

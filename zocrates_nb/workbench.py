@@ -358,6 +358,9 @@ class Workbench(WorkbenchViews):
                 obj.close()
         if hasattr(self.source, "close"):
             self.source.close()
+        with _OPEN_LOCK:  # so open_workbench() never hands out a closed workbench
+            if _OPEN.get(self.paths.root) is self:
+                del _OPEN[self.paths.root]
 
     def __repr__(self) -> str:
         return f"<Workbench {self.paths.root} · {self.source.describe()}>"

@@ -20,6 +20,7 @@ from zocrates_nb.index import fts, pending
 from zocrates_nb.index.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, PAPER_WINDOW, PARENT_SHARE
 from zocrates_nb.index.lexical import DocumentFrequencies
 from zocrates_nb.paths import DataPaths
+from zocrates_nb.protocols import Embedder
 
 REBUILD_HINT = (
     "Run `zocrates-nb index rebuild` (or `wb.index.rebuild(wb.corpus)` in a notebook); "
@@ -30,7 +31,7 @@ REBUILD_HINT = (
 DEFAULT_RRF_K = 20
 
 
-def load_default_embedder() -> Any:
+def load_default_embedder() -> Embedder:
     """The offline MiniLM model (index/embed.py); a failure says what to install."""
     try:
         from zocrates_nb.index.embed import MiniLMEmbedder
@@ -84,11 +85,11 @@ class IndexCore:
         self,
         paths: DataPaths,
         config: Mapping[str, Any] | None = None,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         *,
         vectors: Any = None,
         open_vectors: Callable[[str, int], Any] | None = None,
-        make_embedder: Callable[[], Any] | None = None,
+        make_embedder: Callable[[], Embedder] | None = None,
         has_documents: Callable[[], bool] | None = None,
         auto_repair_limit: int = 500,
         one_shot: bool = False,
@@ -185,7 +186,7 @@ class IndexCore:
                 ) from exc
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         """The embedding model, made on first use by the factory the wiring gave (or the default)."""
         if self._embedder is None:
             self._embedder = (self._make_embedder or load_default_embedder)()
