@@ -234,6 +234,41 @@ def test_keep_best_paper_moves_the_best_paper_into_the_window():
     assert keep_best_paper(fused, set(), 3) == fused
 
 
+def test_reserve_notes_gives_the_best_notes_places_in_the_window():
+    from zocrates_nb.index.fusion import reserve_notes
+
+    fused = [("P1", 0.9), ("P2", 0.8), ("N1", 0.7), ("P3", 0.6), ("P4", 0.5), ("P5", 0.4), ("N2", 0.3), ("N3", 0.2)]
+    notes = {"N1", "N2", "N3"}
+    assert [u for u, _ in reserve_notes(fused, notes, 5, 2)] == ["P1", "P2", "N1", "P3", "N2", "P4", "P5", "N3"]
+    assert [u for u, _ in reserve_notes(fused, notes, 5, 3)] == ["P1", "P2", "N1", "N2", "N3", "P3", "P4", "P5"]
+    assert reserve_notes(fused, notes, 5, 1) == fused  # N1 is already there
+    late = [("P1", 0.9), ("P2", 0.8), ("P3", 0.7), ("P4", 0.6), ("N1", 0.5), ("P5", 0.4), ("N2", 0.3)]
+    assert [u for u, _ in reserve_notes(late, notes, 5, 2)] == ["P1", "P2", "P3", "N1", "N2", "P4", "P5"]
+    assert reserve_notes(fused, set(), 5, 2) == fused  # papers only (SciFact): unchanged
+    assert reserve_notes(fused, notes, 5, 0) == fused
+
+
+def test_agents_see_the_best_notes_even_when_papers_outscore_them(demo_workbench):
+    """Worded like the papers themselves (titles, abstracts' first sentences), a search still shows two
+    notes in its first five, and a paper."""
+    from zocrates_nb.index.hybrid import HybridIndex
+
+    without_share = HybridIndex(demo_workbench.paths, {"search": {"note_share": 0}})
+    papers = demo_workbench.source.snapshot().papers
+    titles = [p.title for p in papers] + [p.abstract.split(". ")[0] for p in papers if p.abstract]
+    crowded = 0
+    try:
+        for title in titles:
+            plain = without_share.search(title, k=10)[:5]
+            crowded += sum(h.kind == "note" for h in plain) < 2
+            shown = demo_workbench.index.search(title, k=10)[:5]
+            assert sum(h.kind == "note" for h in shown) >= 2, title
+            assert any(h.kind == "paper" for h in shown), title
+    finally:
+        without_share.close()
+    assert crowded, "no title crowded the notes out: the test would prove nothing"
+
+
 def test_default_fusion_holds_the_tuned_dev_figures_with_papers_competing(demo_workbench):
     """The defaults in fusion.py were chosen on the dev split (benchmarks/sweep_note_fusion.py);
     a change that loses the paraphrase or child-note gains fails here, not only in a benchmark."""

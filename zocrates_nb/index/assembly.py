@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from zocrates_nb.index.fusion import fuse, inherit_from_parents, keep_best_paper
+from zocrates_nb.index.fusion import fuse, inherit_from_parents, keep_best_paper, reserve_notes
 from zocrates_nb.index.ranking import SearchHit
 
 
@@ -101,11 +101,13 @@ def rank_units(
     lane_depth: int,
     parent_share: float,
     paper_window: int,
+    note_share: int = 0,
 ) -> list[tuple[str, float]]:
     """The top ``k`` units by fused score, with the note lane (index/fusion.py) applied.
 
     ``note_chunks`` maps the candidate note chunks to their parent keys; ``weight`` is the
-    note lane's weight for this query (0: no lane).
+    note lane's weight for this query (0: no lane); ``note_share`` places of the first
+    ``paper_window`` are kept for the best notes (fusion.reserve_notes).
     """
     note_units: Collection[str] = {u for u, c in units.items() if c in note_chunks} if collapse else note_chunks.keys()
     fused = fuse(unit_lists, rrf_k, note_units, weight, lane_depth)
@@ -115,5 +117,6 @@ def rank_units(
             fused, {u: note_chunks[c] for u, c in units.items() if c in note_chunks}, parent_share
         )
     if weight and paper_window and k >= paper_window:
+        fused = reserve_notes(fused, note_units, paper_window, note_share)
         fused = keep_best_paper(fused, {u for u in units if u not in note_units}, paper_window)
     return fused[:k]

@@ -17,7 +17,7 @@ from typing import Any
 
 from zocrates_nb.errors import ConfigError, IndexCorruptError, ZocratesError
 from zocrates_nb.index import fts, pending
-from zocrates_nb.index.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, PAPER_WINDOW, PARENT_SHARE
+from zocrates_nb.index.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, NOTE_SHARE, PAPER_WINDOW, PARENT_SHARE
 from zocrates_nb.index.lexical import DocumentFrequencies
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.protocols import Embedder
@@ -107,6 +107,7 @@ class IndexCore:
             self.parent_share = float(search_cfg.get("parent_share", PARENT_SHARE))
             self.lane_depth = int(search_cfg.get("lane_depth", LANE_DEPTH))
             self.paper_window = int(search_cfg.get("paper_window", PAPER_WINDOW))
+            self.note_share = int(search_cfg.get("note_share", NOTE_SHARE))
             # >0: an RM3 pass from the top notes (off: no gain on dev)
             self.prf_notes = int(search_cfg.get("prf_notes", 0))
             self.prf_terms = int(search_cfg.get("prf_terms", 8))
@@ -119,6 +120,7 @@ class IndexCore:
                     self.parent_share,
                     self.lane_depth,
                     self.paper_window,
+                    self.note_share,
                     self.prf_notes,
                     self.prf_terms,
                 )

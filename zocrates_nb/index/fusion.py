@@ -30,6 +30,8 @@ __all__ = [
     "lane_weight_for",
     "inherit_from_parents",
     "keep_best_paper",
+    "NOTE_SHARE",
+    "reserve_notes",
 ]
 
 LANE_WEIGHT = 0.5
@@ -41,6 +43,8 @@ PARENT_SHARE = 0.2
 LANE_DEPTH = 3
 #: The first results that always include the best paper found (when the lane would push it out).
 PAPER_WINDOW = 5
+#: Places among those first results kept for the best notes found, however high papers score.
+NOTE_SHARE = 2
 
 
 def lane_weight_for(intent: float, base: float = LANE_WEIGHT, per_intent: float = INTENT_WEIGHT) -> float:
@@ -116,3 +120,32 @@ def keep_best_paper(
     best = items.pop(at)
     items.insert(window - 1, best)
     return items
+
+
+def reserve_notes(
+    fused: Sequence[tuple[str, float]],
+    notes: Collection[str],
+    window: int = PAPER_WINDOW,
+    share: int = NOTE_SHARE,
+) -> list[tuple[str, float]]:
+    """``fused`` with the best notes from below the first ``window`` places moved up until ``share``
+    notes are among them (or no note is left to move).
+
+    Why: the lane is a score, so a question worded like a paper's abstract can still fill the
+    first places with papers, and the note the user wrote about it (the memory the product
+    promises back) sits at 6–15, where an agent that quotes about five results never reads it.
+    A reserved share guarantees the best notes a place. The moved notes keep their order and take
+    the places of the window's last papers, which move down just below it, in their own order.
+    Papers-only results (no note found, e.g. SciFact) are unchanged.
+    """
+    items = list(fused)
+    head, tail = items[:window], items[window:]
+    missing = min(share, len(head)) - sum(1 for unit, _ in head if unit in notes)
+    lifted = [item for item in tail if item[0] in notes][: max(0, missing)]
+    if not lifted:
+        return items
+    papers_in_head = [i for i, (unit, _) in enumerate(head) if unit not in notes]
+    leaving = set(papers_in_head[len(papers_in_head) - len(lifted) :])  # the window's last papers
+    kept = [item for i, item in enumerate(head) if i not in leaving]
+    moved = {unit for unit, _ in lifted}
+    return kept + lifted + [head[i] for i in sorted(leaving)] + [item for item in tail if item[0] not in moved]

@@ -178,6 +178,7 @@ class IndexSearch(IndexCore):
             lane_depth=self.lane_depth,
             parent_share=self.parent_share,
             paper_window=self.paper_window,
+            note_share=self.note_share,
         )
         chosen = [units[u] for u, _ in fused if u in units]
         rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
