@@ -136,6 +136,41 @@ def state(home: Path) -> dict:
     }
 
 
+def acknowledged(stdout: str, query: str) -> dict[str, str]:
+    """key → the query that must find it, for every key a worker's ``done <i> <key>...`` lines acknowledged.
+
+    Only whole lines count: a line the kill cut short was never an acknowledgement.
+    """
+    from zocrates_nb.records import is_valid_key
+
+    acked = {}
+    for line in stdout.split("\n")[:-1]:  # the text after the last newline is not a whole line
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "done" and parts[1].isdigit():
+            acked.update({key: query.format(i=parts[1]) for key in parts[2:] if is_valid_key(key)})
+    return acked
+
+
+def lost_acknowledged(home: Path, acked: dict[str, str]) -> dict[str, str]:
+    """key → what is wrong, for each acknowledged key the corpus does not serve or search does not find."""
+    from zocrates_nb.workbench import Workbench
+
+    lost = {}
+    wb = Workbench(home, auto_sync=False)
+    try:
+        held = set(wb.corpus.keys("note"))
+        for key, query in sorted(acked.items()):
+            if key not in held:
+                lost[key] = "not in the corpus"
+            elif query not in wb.read_document(key).lower():
+                lost[key] = f"served without {query!r}"
+            elif key not in [h.key for h in wb.index.search(query, k=10, mode="lexical")]:
+                lost[key] = f"not found by {query!r}"
+    finally:
+        wb.close()
+    return lost
+
+
 def copy_library(src_home: Path, dst: Path) -> None:
     """A consistent copy of a data directory's demo library (WAL included) via SQLite's backup."""
     source = sqlite3.connect(str(src_home / "demo_library.sqlite"))

@@ -67,3 +67,76 @@ def test_doctor_without_repair_leaves_a_damaged_meta_db_in_place(demo_home, caps
     assert list(demo_home.glob("conversion_meta.db.damaged-*"))
     code, after = _doctor(demo_home, capsys)
     assert code == 0, after
+
+
+QUERIES = ("cell type deconvolution of Visium spots", "batch integration of single-cell data")
+MODES = ("lexical", "dense", "hybrid")
+
+
+def _searches(home) -> dict[str, list[str]]:
+    """Each query's ranked keys in every mode; hybrid without fallback, so a broken dense side fails."""
+    from zocrates_nb.workbench import Workbench
+
+    wb = Workbench(home, auto_sync=False)
+    try:
+        results = {f"{m}:{q}": [h.key for h in wb.index.search(q, k=8, mode=m)] for q in QUERIES for m in MODES}
+        _, notices = wb.index.search_with_notices(QUERIES[0], k=8, mode="hybrid")
+        assert not notices, notices  # no "answered lexically" fallback
+    finally:
+        wb.close()
+    return results
+
+
+def test_doctor_reports_and_repairs_a_damaged_vector_store(demo_home, capsys):
+    expected = _searches(demo_home)
+    store = demo_home / "chroma" / "chroma.sqlite3"
+    data = bytearray(store.read_bytes())
+    data[:100] = os.urandom(100)
+    store.write_bytes(bytes(data))
+
+    code, found = _doctor(demo_home, capsys)  # valid JSON on stdout, not an error on stderr
+    vectors = next(f for f in found["findings"] if f["check"] == "vectors")
+    assert code == 1 and not found["ok"] and not vectors["ok"], found
+    assert vectors["detail"].startswith("vector store damaged: ") and vectors["repair"], vectors
+    assert main(["--data-dir", str(demo_home), "doctor"]) == 1
+    text = capsys.readouterr().out
+    assert "PROBLEM vectors    vector store damaged: " in text and "→ --repair would: re-create it" in text
+    assert "Run `zocrates-nb doctor --repair` to fix these." in text
+
+    code, repaired = _doctor(demo_home, capsys, "--repair")
+    vectors = next(f for f in repaired["findings"] if f["check"] == "vectors")
+    assert code == 0 and repaired["ok"] and "re-created" in vectors["done"], repaired
+    code, after = _doctor(demo_home, capsys)
+    assert code == 0 and all(f["ok"] for f in after["findings"]), after
+    assert _searches(demo_home) == expected  # hybrid again, and the same results as before the damage
+
+
+def test_doctor_plain_text_on_a_clean_data_dir_says_ok_for_every_check(demo_home, capsys):
+    assert main(["--data-dir", str(demo_home), "doctor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    checks = [line.split()[1] for line in lines]
+    assert checks == ["meta_db", "config", "leftovers", "locks", "file_modes", "model", "bundles", "index", "vectors"]
+    assert all(line.startswith("ok      ") for line in lines), lines
+    assert "--repair" not in "\n".join(lines)
+
+
+def test_doctor_finds_and_fixes_loose_config_and_secrets_modes(data_dir, capsys):
+    from zocrates_nb.config import ConfigStore
+    from zocrates_nb.paths import DataPaths
+
+    paths = DataPaths.resolve(data_dir)
+    ConfigStore.for_paths(paths).update({"profile": {"text": "spatial omics"}})
+    paths.secrets.write_text('{"api_key": "sk-test"}')
+    os.chmod(paths.config, 0o666)
+    os.chmod(paths.secrets, 0o640)
+    assert main(["--data-dir", str(data_dir), "doctor"]) == 1
+    text = capsys.readouterr().out
+    assert "PROBLEM file_modes secrets.json is mode 640; zocrates_config.json is mode 666" in text, text
+    assert "→ --repair would: chmod 600 secrets.json" in text and "sk-test" not in text
+    main(["--data-dir", str(data_dir), "doctor", "--repair"])
+    text = capsys.readouterr().out
+    assert "FIXED   file_modes" in text and "→ modes fixed" in text, text
+    assert os.stat(paths.secrets).st_mode & 0o777 == 0o600
+    assert os.stat(paths.config).st_mode & 0o777 == 0o644
+    code, after = _doctor(data_dir, capsys)
+    assert next(f for f in after["findings"] if f["check"] == "file_modes")["ok"], after

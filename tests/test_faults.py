@@ -7,8 +7,11 @@ no lost note, no hint without a way out.
 
 CI runs a sample; ``make soak`` runs many more. Replay a failure with the seed it prints:
     ZOCRATES_FAULT_SEED=<seed> pytest tests/test_faults.py
-Sizes: ZOCRATES_FAULT_KILLS (kill points per operation, default 1; ``outbox push`` included),
-ZOCRATES_FAULT_CORRUPTIONS (corruption cases, default 12 of the 32; 0 = all).
+Sizes: ZOCRATES_FAULT_KILLS (kill points per operation, default 1: save, sync, rebuild and
+``outbox push``, so 4 kill cases), ZOCRATES_FAULT_CORRUPTIONS (corruption cases, default 12 of
+the 36 = 9 stores × 4 kinds of damage; 0 = all), and one concurrency case of four processes.
+A killed worker's acknowledged saves (each ``done`` line names the keys it acknowledged) must all
+survive the kill: served by the corpus and found by search after the recovery.
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ from pathlib import Path
 import pytest
 
 from tests.faults import (
+    acknowledged,
     clean_run,
     cli,
     count_from_env,
     damage,
     follow_recovery,
+    lost_acknowledged,
     seed_from_env,
     state,
 )
@@ -52,17 +57,23 @@ WORKER = textwrap.dedent("""
     i = 0
     while True:
         i += 1
+        acked = []  # keys this iteration acknowledges once it prints "done"
         if op == "save":
-            wb.save_note(f"Platypus ledger {i}", f"The platypus burrow ledger entry {i}.")
+            acked.append(wb.save_note(f"Platypus ledger {i}", f"The platypus burrow ledger entry {i}.").key)
         elif op == "sync":
-            wb.source.create_note(f"<p>Platypus burrow ledger note {i}</p>")
+            acked.append(wb.source.create_note(f"<p>Platypus burrow ledger note {i}</p>").key)
             wb.source.update_note(keys[i % len(keys)], f"<h1>Edited {i}</h1><p>platypus burrow ledger {i}</p>")
             wb.sync(progress=False)
         elif op == "rebuild":
             wb.index.rebuild(wb.corpus)
-        print("done", i, flush=True)
+        print("done", i, *acked, flush=True)
 """)
+#: the query that finds the note a worker acknowledged in iteration ``i`` (its text holds the number)
+ACK_QUERY = {"save": "platypus burrow ledger entry {i}", "sync": "platypus burrow ledger note {i}"}
 MAX_DELAY_S = {"save": 3.0, "sync": 5.0, "rebuild": 8.0}
+#: acknowledged iterations to let pass before the kill window opens, drawn per case: 0 kills mostly
+#: during the first one (model load, first vectors), 1-2 guarantee acknowledged saves to check
+WAIT_FOR_ACKS = {"save": (0, 1, 2), "sync": (0, 1, 2), "rebuild": (0,)}
 
 
 def _diff(got: dict, want: dict) -> dict:
@@ -104,16 +115,21 @@ def test_sigkill_at_a_random_point_then_recovery_equals_a_clean_run(demo_templat
         text=True,
         env=_env(),
     )
+    before: list[str] = []  # the lines read before the kill window opened
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        before = [proc.stdout.readline() for _ in range(rng.choice(WAIT_FOR_ACKS[op]))]
         delay = rng.uniform(0.0, MAX_DELAY_S[op])
         time.sleep(delay)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    print(f"[kill] seed={SEED} op={op} n={n} after {delay:.2f}s")
+    acked = acknowledged("".join(before) + proc.stdout.read(), ACK_QUERY.get(op, ""))
+    print(f"[kill] seed={SEED} op={op} n={n} {delay:.2f}s after {len(before)} done, {len(acked)} acknowledged")
     log = follow_recovery(home)
     recovered = state(home)
+    lost = lost_acknowledged(home, acked)
+    assert not lost, f"seed={SEED} op={op} delay={delay:.2f} recovery={log}: acknowledged then lost: {lost}"
     reference = clean_run(demo_template, home, tmp_path / "clean")
     assert recovered == reference, (
         f"seed={SEED} op={op} delay={delay:.2f} recovery={log} differs: {_diff(recovered, reference)}"
@@ -195,7 +211,7 @@ CONCURRENT = textwrap.dedent("""
 """)
 
 
-def test_three_processes_saving_syncing_searching_and_rebuilding(demo_template, tmp_path):
+def test_four_processes_saving_syncing_searching_and_rebuilding(demo_template, tmp_path):
     import shutil
 
     home = tmp_path / "home"

@@ -3,8 +3,10 @@ compared after every step with a plain dict model of what the corpus and search 
 
 The model: ``library`` (key → marker words, what Zotero holds) and ``corpus`` (what sync/save/read
 have brought in). Invariants after every step: the corpus's note keys are exactly the model's;
-the FTS index holds exactly the meta rows; every note the model says is in the corpus is served
-with its current words and found by search; a trashed-and-synced note is found nowhere.
+the FTS index holds exactly the meta rows; every note the model says is in the corpus is found by
+search under its current marker word and served with it, never under an older one (an edit is
+never served stale); a note the corpus does not hold (trashed and synced, or not synced yet) is
+found under none of its markers, and reading a trashed one raises NotFoundError.
 
 CI size: ZOCRATES_STATEFUL_EXAMPLES (default 3) × ZOCRATES_STATEFUL_STEPS (default 12); `make soak`
 scales both up. Hypothesis prints the failing sequence of steps.
@@ -53,6 +55,7 @@ class CorpusMachine(RuleBasedStateMachine):
         self.rebuilds = 0
         self.library: dict[str, str] = {}  # our notes in the library: key → marker + words
         self.corpus: dict[str, str] = {}  # our notes the corpus must hold now
+        self.markers: dict[str, list[str]] = {}  # every marker a key ever had (oldest first)
         self.base = set(self.wb.corpus.keys("note"))
         STATS["examples"] += 1
 
@@ -65,6 +68,9 @@ class CorpusMachine(RuleBasedStateMachine):
         self.counter += 1
         return f"zqm{self.counter}x {words}"
 
+    def _remember(self, key: str, text: str) -> None:
+        self.markers.setdefault(key, []).append(_marker(text))
+
     # ------------------------------------------------------------------ rules
     @initialize()
     def start(self) -> None:
@@ -75,6 +81,7 @@ class CorpusMachine(RuleBasedStateMachine):
         text = self._text(words)
         note = self.wb.source.create_note(f"<p>{text}</p>")
         self.library[note.key] = text
+        self._remember(note.key, text)
         STATS["steps"] += 1
 
     @precondition(lambda self: self.library)
@@ -84,6 +91,7 @@ class CorpusMachine(RuleBasedStateMachine):
         text = self._text(words)
         self.wb.source.update_note(key, f"<h1>Edited</h1><p>{text}</p>")
         self.library[key] = text
+        self._remember(key, text)
         STATS["steps"] += 1
 
     @precondition(lambda self: self.library)
@@ -106,6 +114,7 @@ class CorpusMachine(RuleBasedStateMachine):
         text = self._text(words)
         saved = self.wb.save_note("Saved " + words.split()[0], text)
         self.library[saved.key] = self.corpus[saved.key] = text
+        self._remember(saved.key, text)
         STATS["steps"] += 1
 
     @precondition(lambda self: self.corpus)
@@ -145,6 +154,7 @@ class CorpusMachine(RuleBasedStateMachine):
             self.wb.save_note("Crash " + words.split()[0], text)
         key = ({n.key for n in self.wb.source.snapshot().notes} - before).pop()
         self.library[key] = self.corpus[key] = text
+        self._remember(key, text)
         self.wb = self._open()  # the dead process's objects are abandoned, not closed
         STATS["steps"] += 1
 
@@ -160,13 +170,39 @@ class CorpusMachine(RuleBasedStateMachine):
     @invariant()
     def every_held_note_is_found_and_trashed_ones_are_not(self) -> None:
         for key, text in self.corpus.items():
-            marker = text.split()[0]
-            found = self.wb.search(marker, k=10).keys()
-            assert key in found, (key, marker, found)
+            found = self.wb.search(_marker(text), k=10).keys()
+            assert key in found, (key, _marker(text), found)
+        for key, markers in self.markers.items():
+            current = _marker(self.corpus[key]) if key in self.corpus else None
+            for marker in markers:  # lexical: only a note holding the marker word can match it
+                if marker != current:
+                    found = [h.key for h in self.wb.index.search(marker, k=10, mode="lexical")]
+                    assert key not in found, (key, marker, "not held under this marker", self.corpus.get(key))
+
+    @invariant()
+    def edited_notes_are_served_with_their_current_words_and_trashed_ones_are_gone(self) -> None:
+        """Read only where reading changes nothing: a note whose library copy is the corpus's (the fast
+        path), and a note that neither holds (trashed and synced or read): it must raise NotFoundError."""
+        from zocrates_nb.errors import NotFoundError
+
+        for key, markers in self.markers.items():
+            if key in self.corpus and self.library.get(key) == self.corpus[key]:
+                served = self.wb.read_document(key)
+                current = _marker(self.corpus[key])
+                assert current in served, (key, current, served)
+                assert not [m for m in markers if m != current and m in served.split()], (key, markers, served)
+            elif key not in self.corpus and key not in self.library:
+                with pytest.raises(NotFoundError):
+                    self.wb.read_document(key)
 
     def teardown(self) -> None:
         self.wb.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _marker(text: str) -> str:
+    """The unique word (``zqm<n>x``) a note text starts with."""
+    return text.split()[0]
 
 
 def test_corpus_state_machine(demo_template):

@@ -7,7 +7,9 @@ a user should not need to know which. ``doctor`` finds, says and (with
 
 Each finding is a dict ``{"check", "ok", "detail", "repair"}``; ``repair`` says what
 ``--repair`` did (or would do). Nothing here deletes user data: a damaged
-``conversion_meta.db`` is moved aside, never removed.
+``conversion_meta.db`` is moved aside, never removed. A damaged vector store holds no
+user data (every vector is re-made from the FTS rows), so it is reset and re-filled the
+way ``index rebuild`` resets one, rather than kept beside a second, possibly large, copy.
 """
 
 from __future__ import annotations
@@ -179,6 +181,30 @@ def _repair_store_findings(paths: DataPaths, findings: list[dict], repair: bool)
             f["done"] = "model built"
 
 
+def _vectors_finding(found: Any) -> dict[str, Any]:
+    if found.vector_problem:
+        return _finding(
+            "vectors",
+            False,
+            f"vector store damaged: {found.vector_problem}",
+            "re-create it and re-embed every chunk from the index rows (as `zocrates-nb index rebuild` does)",
+        )
+    return _finding(
+        "vectors",
+        not found.vectors_differ,
+        f"{found.vectors} vectors for {found.chunks} chunks",
+        "embed missing, delete extra",
+    )
+
+
+def _repair_vectors(wb: Any) -> str:
+    """A damaged vector store is derived data: reset it (the mechanism ``index rebuild`` uses on a
+    damaged store) and re-embed every chunk of the committed FTS rows, before any sync needs it."""
+    wb.index._store().reset()
+    result = wb.index.reconcile()
+    return f"vector store re-created: {result['embedded']} chunk(s) embedded"
+
+
 def _corpus_findings(wb: Any, repair: bool) -> list[dict]:
     """Bundle hashes and index consistency (FTS, vectors, keys), repaired by a verifying sync."""
     from .corpus.repair import check_consistency
@@ -201,17 +227,14 @@ def _corpus_findings(wb: Any, repair: bool) -> list[dict]:
             f"{len(found.extra_in_index)} extra, {len(found.extra_bundles)} stray bundle(s)",
             "re-stage missing rows, drop extras",
         ),
-        _finding(
-            "vectors",
-            not found.vectors_differ,
-            f"{found.vectors} vectors for {found.chunks} chunks",
-            "embed missing, delete extra",
-        ),
+        _vectors_finding(found),
     ]
-    if repair and not found.ok:
+    if repair and found.vector_problem:
+        findings[-1]["done"] = _repair_vectors(wb)
+    if repair and any(not f["ok"] and not f.get("done") for f in findings):
         report = wb.sync(progress=False, verify=True)
         for f in findings:
-            if not f["ok"]:
+            if not f["ok"] and not f.get("done"):
                 f["done"] = f"verifying sync: {report.summary().splitlines()[0]}"
     return findings
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import NotFoundError, ZocratesError
+from ..errors import IndexCorruptError, NotFoundError, ZocratesError
 from ..locks import corpus_lock
 from ..protocols import EventSink, NullEventSink
 from .bundle import CONTENT, MANIFEST, read_bundle, remove_bundle
@@ -197,7 +197,8 @@ class Consistency:
     extra_bundles: set[str] = field(default_factory=set)  # bundle dir, no meta row
     damaged_bundles: dict[str, str] = field(default_factory=dict)
     chunks: int = 0
-    vectors: int | None = None  # None: not checked
+    vectors: int | None = None  # None: not checked (or not readable: see vector_problem)
+    vector_problem: str | None = None  # the vector store could not be read (doctor asked for its count)
 
     @property
     def vectors_differ(self) -> bool:
@@ -211,6 +212,7 @@ class Consistency:
             or self.extra_bundles
             or self.damaged_bundles
             or self.vectors_differ
+            or self.vector_problem
         )
 
     def to_dict(self) -> dict:
@@ -221,12 +223,18 @@ class Consistency:
             "damaged_bundles": dict(self.damaged_bundles),
             "chunks": self.chunks,
             "vectors": self.vectors,
+            "vector_problem": self.vector_problem,
             "ok": self.ok,
         }
 
 
 def check_consistency(corpus: Any, indexer: Any, *, verify: bool = False, vectors: bool = False) -> Consistency:
-    """Compare bundle keys, meta keys, FTS document keys (and the vector count with ``vectors``)."""
+    """Compare bundle keys, meta keys, FTS document keys (and the vector count with ``vectors``).
+
+    A damaged vector store is a finding when ``vectors`` asked for it (doctor reports and repairs
+    it); otherwise (sync, store merely open) its IndexCorruptError propagates with the rebuild hint,
+    because re-embedding a large library needs the user's go-ahead.
+    """
     meta_keys = set(corpus.meta.keys())
     result = Consistency()
     if indexer is not None and hasattr(indexer, "document_keys"):  # the index owns its tables: ask it
@@ -235,7 +243,12 @@ def check_consistency(corpus: Any, indexer: Any, *, verify: bool = False, vector
         result.missing_in_index = meta_keys - index_keys
         result.extra_in_index = index_keys - meta_keys
         if vectors or getattr(indexer, "_vectors", None) is not None:
-            result.vectors = indexer._store().count()
+            try:
+                result.vectors = indexer._store().count()
+            except IndexCorruptError as exc:
+                if not vectors:
+                    raise
+                result.vector_problem = exc.message
     on_disk = {p.name for p in corpus.corpus_dir.iterdir() if p.is_dir() and not p.name.startswith(".")}
     result.extra_bundles = on_disk - meta_keys
     result.damaged_bundles = damaged_bundles(corpus.corpus_dir, sorted(meta_keys), verify=verify)

@@ -16,10 +16,13 @@ so writes are wrapped here: ``Backoff``/``Retry-After`` are honoured and a
 refused write is re-sent a bounded number of times.
 
 The API key lives in the pyzotero client only; it never appears in messages or reprs.
+Every key the API hands us (items, attachment full text, a created note) is checked against
+the bundle key rule (``base.is_safe_key``) before it names a URL, a cache row or a folder.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -32,7 +35,7 @@ from pyzotero import Zotero
 from pyzotero import errors as ze
 
 from ..errors import LibraryError, NotFoundError
-from .base import LibrarySnapshot, Note, Paper, check_note_html, with_valid_keys
+from .base import LibrarySnapshot, Note, Paper, check_note_html, is_safe_key, with_valid_keys
 from .zotero_web_cache import WebCache
 from .zotero_web_objects import note_from_object
 
@@ -40,6 +43,8 @@ WEB_API = "https://api.zotero.org"
 LOCAL_API = "http://localhost:23119/api"
 _RETRY_STATUSES = (429, 503)
 _NOTE_TEMPLATE = {"itemType": "note", "note": "", "tags": [], "collections": [], "relations": {}}
+_BAD_KEY = "refused: not a valid key (letters, digits, _ and - only)"
+log = logging.getLogger(__name__)
 
 
 class NoteConflictError(LibraryError):
@@ -86,6 +91,7 @@ class ZoteroWebLibrary:
         self._lock = threading.RLock()
         self._backoff_until = 0.0
         self._last_sync_error: str | None = None
+        self._refused: list[tuple[str, str]] = []  # crafted keys the last sync skipped (snapshot failures)
         self.cache_path = Path(cache_path) if cache_path else None
         identity = f"{self.library_type}s/{self.library_id}@{self.base_url}"
         self._cache = WebCache(self.cache_path, identity, self._lock)
@@ -154,12 +160,21 @@ class ZoteroWebLibrary:
             }
 
     def _fetch_fulltext(self, since: int) -> list[tuple[str, int, str]]:
-        """(attachment key, version, text) changed since ``since`` (the local API has no /fulltext: none)."""
+        """(attachment key, version, text) changed since ``since`` (the local API has no /fulltext: none).
+
+        A key that breaks the key rule (``../../x``) is skipped and reported, never put into the
+        ``/items/<key>/fulltext`` URL nor the cache.
+        """
+        self._refused = []
         if self.local:
             return []
         changed = self._zot.new_fulltext(since) or {}
         texts = []
         for key, version in changed.items():
+            if not is_safe_key(key):
+                log.warning("Zotero Web API: skipped the full text of attachment %r: not a valid key", key[:40])
+                self._refused.append((repr(key)[:40], f"{_BAD_KEY}; its attachment full text was skipped"))
+                continue
             body = self._zot.fulltext_item(key)
             if isinstance(body, dict) and isinstance(body.get("content"), str):
                 texts.append((key, int(version), body["content"]))
@@ -181,15 +196,18 @@ class ZoteroWebLibrary:
             self._last_sync_error = exc.message
             failures = (("sync", f"using the cached library: {exc.message}"),)
         papers, notes, collections, version = self._cache.read()
+        failures += tuple(self._refused)
         return with_valid_keys(
             LibrarySnapshot(papers=papers, notes=notes, collections=collections, version=version, failures=failures)
         )
 
     def get_note(self, key: str) -> Note | None:
-        return self._cache.get_note(key)
+        """The cached note, filtered like ``snapshot()``: a crafted key (asked for or cached) is not served."""
+        return _served(self._cache.get_note(key) if is_safe_key(key) else None, key)
 
     def get_paper(self, key: str) -> Paper | None:
-        return self._cache.get_paper(key)
+        """The cached paper, filtered like ``snapshot()``."""
+        return _served(self._cache.get_paper(key) if is_safe_key(key) else None, key)
 
     # -- writes ---------------------------------------------------------
     def _send_write(self, doing: str, send: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
@@ -263,13 +281,20 @@ class ZoteroWebLibrary:
                 )
             obj = (body.get("successful") or {}).get("0")
             if obj is None:
-                obj = zot.item((body.get("success") or {})["0"])
-            self._cache.store(obj)
-            return note_from_object(obj)
+                obj = zot.item(_answered_key((body.get("success") or {})["0"]))
+            return self._store_note(obj)
+
+    def _store_note(self, obj: dict) -> Note:
+        """Cache and return the note Zotero sent back, unless its key breaks the key rule."""
+        _answered_key((obj.get("data") or obj).get("key"))
+        self._cache.store(obj)
+        return note_from_object(obj)
 
     def update_note(self, key: str, html: str) -> Note:
         """Replace a note's HTML, based on the cached version; a 412 conflict is reported, never overwritten."""
         check_note_html(html)
+        if not is_safe_key(key):
+            raise NotFoundError(f"{repr(key)[:40]} is not a valid note key.", "Pass a note key from the library.")
         zot = self._zot
         with self._lock, self._api_errors(f"updating note {key}"):
             row = self._cache.version_and_type(key)
@@ -297,9 +322,7 @@ class ZoteroWebLibrary:
             for _ in range(2):  # a second round only after a 428 (version missing) re-read
                 _, status = self._send_write(f"updating note {key}", send)
                 if status == 204:
-                    obj = zot.item(key)
-                    self._cache.store(obj)
-                    return note_from_object(obj)
+                    return self._store_note(zot.item(key))
                 if status == 412:
                     fresh = zot.item(key)
                     self._cache.store(fresh)
@@ -320,6 +343,25 @@ class ZoteroWebLibrary:
 
     def __repr__(self) -> str:
         return f"<ZoteroWebLibrary {self.library_type}s/{self.library_id} via {self.base_url}>"
+
+
+def _answered_key(key: Any) -> str:
+    """A key from a write's answer, checked before it names a URL or a cache row."""
+    if not is_safe_key(key):
+        raise LibraryError(
+            f"Zotero answered the write with an invalid note key ({repr(key)[:40]}); it was not used.",
+            "Check in Zotero whether the note arrived before saving again, and that base_url in "
+            "zocrates_config.json points at Zotero.",
+        )
+    return key
+
+
+def _served(record: Any, key: str) -> Any:
+    """``record`` unless the key it carries breaks the key rule (then None, with a warning)."""
+    if record is not None and not is_safe_key(record.key):
+        log.warning("Zotero Web API cache: %r holds an invalid key %r; not served", key[:40], str(record.key)[:40])
+        return None
+    return record
 
 
 def authorize_local_key(base_url: str | None = None, app_name: str = "zocrates-nb") -> dict:
