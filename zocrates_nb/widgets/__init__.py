@@ -1,7 +1,8 @@
 """Notebook widgets: ``ChatPanel`` (chat with Save as Note) and ``ProfileEditor``.
 
-Only this package imports ipywidgets/anywidget. Names are loaded lazily so that engine objects can
-import the pure HTML builders in ``zocrates_nb.widgets.render`` without pulling in ipywidgets.
+Only this package imports ipywidgets/anywidget. Names are loaded lazily so that importing the
+package (or ``zocrates_nb.widgets.render``, which re-exports the one renderer in
+``zocrates_nb.render``) never pulls in ipywidgets.
 """
 
 from __future__ import annotations
