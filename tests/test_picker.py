@@ -104,8 +104,9 @@ def test_offer_and_use_zotero(tmp_path, monkeypatch, data_dir):
     wb = Workbench(data_dir, auto_sync=False)
     offer = wb.zotero_offer()
     assert offer.offer == "Use my Zotero library (1 items, 1 notes)"
-    panel = ChatPanel(wb)
-    assert panel.offer and panel.offer[0].description == offer.offer
+    panel = ChatPanel(wb)  # returns at once: the offer is found on a thread
+    assert panel.wait_for_offer() and panel.offer[0].description == offer.offer
+    assert tuple(panel.offer) == panel.offer_box.children
     assert wb.source.describe().startswith("demo")  # nothing switched by itself
     panel.offer[0].click()
     assert wb.config.read()["library"]["source"] == "zotero-dir"

@@ -11,6 +11,7 @@ where the researcher is looking, and re-raised to code callers.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -113,9 +114,14 @@ class ChatPanel(SaveDestination):
             layout=widgets.Layout(flex_flow="row wrap"),
         )
         save_row.add_class("zc-chat-save-row")
-        self.offer = self._offer_button()
+        # the offer looks for a Zotero library on this computer (a copy of its database): on a
+        # thread, so a big library never holds up opening the panel; wait_for_offer() for code
+        self.offer: list = []
+        self.offer_box = widgets.HBox([])
+        self._offer_ready = threading.Event()
+        threading.Thread(target=self._find_offer, name="zocrates-zotero-offer", daemon=True).start()
         self.root = widgets.VBox(
-            [header, *self.offer, self.log, self.error, self.input, save_row, self.status],
+            [header, self.offer_box, self.log, self.error, self.input, save_row, self.status],
             layout=widgets.Layout(width="100%"),
         )
         self.root.add_class("zc-chat")
@@ -137,11 +143,28 @@ class ChatPanel(SaveDestination):
         except Exception:
             return False
 
+    def wait_for_offer(self, timeout: float = 30.0) -> list:
+        """The "use my Zotero library" button once the search for one has finished ([] when none)."""
+        self._offer_ready.wait(timeout)
+        return self.offer
+
+    def _find_offer(self) -> None:
+        try:
+            self.offer = self._offer_button()
+            self.offer_box.children = tuple(self.offer)
+        finally:
+            self._offer_ready.set()
+
     def _offer_button(self) -> list:
         """On the demo library, a one-line offer to switch to a detected Zotero library (never automatic)."""
         try:
             offer = self.workbench.zotero_offer() if hasattr(self.workbench, "zotero_offer") else None
         except ZocratesError:
+            offer = None
+        except Exception as exc:  # noqa: BLE001 — an unreadable Zotero folder must not break the panel
+            self.status.value = (
+                f"Could not look for a Zotero library: {render.escape(type(exc).__name__)}: {render.escape(exc)}"
+            )
             offer = None
         if offer is None:
             return []
