@@ -138,6 +138,7 @@ def main() -> None:
     build_library(db, rows)
     data_dir = root / "data"
     sync = timed_sync(db, data_dir)
+    print(json.dumps({"sync": sync}), file=sys.stderr, flush=True)  # before the long embedder-alone pass
     result = {
         "library": f"{len(rows)} papers ({source}), Zotero 9 schema",
         "sync": sync,
