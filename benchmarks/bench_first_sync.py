@@ -32,16 +32,6 @@ REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl.gz"
 PEER_WALL_S = 8 * 60 + 22
 PEER_CPU_S = 718.0
-KEY_ALPHABET = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
-
-
-def zotero_key(n: int) -> str:
-    """A valid 8-character Zotero key, distinct for every ``n``."""
-    chars = []
-    for _ in range(8):
-        n, digit = divmod(n, len(KEY_ALPHABET))
-        chars.append(KEY_ALPHABET[digit])
-    return "".join(reversed(chars))
 
 
 def papers(limit: int) -> tuple[list[tuple[str, str]], str]:
@@ -62,6 +52,8 @@ def papers(limit: int) -> tuple[list[tuple[str, str]], str]:
 
 def build_library(path: Path, rows: list[tuple[str, str]]) -> None:
     sys.path.insert(0, str(REPO))
+    from bench_corpus import key_for as zotero_key  # a valid 8-character Zotero key per number
+
     from tests.fakes.zotero_sqlite import ZoteroDB
 
     with ZoteroDB(path, "9") as db:
