@@ -48,12 +48,12 @@ class Setting:
 
     name: str
     kind: str  # str | int | number | bool | choice | url | env | id | map
-    #: ``int``: ``low <= value <= high``; ``number``: ``low < value <= high`` (``_range_text`` says which)
     default: Any
     help: str
     nullable: bool = False
     choices: tuple = ()
     max_len: int = NAME_MAX
+    #: ``int``: ``low <= value <= high``; ``number``: ``low < value <= high`` (``_range_text`` says which)
     low: float | None = None
     high: float | None = None
     example: str = ""

@@ -199,9 +199,13 @@ class SearchResults:
     def _repr_html_(self) -> str:
         from zocrates_nb.render import render_search_results  # the one renderer (sanitized, escaped)
 
-        hits, pending = self.hits, self.pending
         return render_search_results(
-            hits, query=self.query, mode=self.mode, latency_ms=self.latency_ms, notice=self.notice, pending=pending
+            self.hits,
+            query=self.query,
+            mode=self.mode,
+            latency_ms=self.latency_ms,
+            notice=self.notice,
+            pending=self.pending,
         )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from .atomic import write_atomically
 from .errors import ConfigError, LibraryError
+from .library import local_api_key
 from .library.note_writer import LOCAL_API, WEB_API, NoteWriter, WriterUnavailable, check_web_key, key_info
 from .locks import file_lock
 
@@ -69,10 +70,8 @@ def choose_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
     library, writer = config.get("library") or {}, config.get("writer") or {}
     if library.get("source") == "zotero-web":
         key = os.environ.get(library.get("api_key_env") or "ZOTERO_API_KEY", "").strip()
-        if library.get("local"):  # the key the local read source sends (library.open_source's rule):
-            # a variable the user named, else the approved local key; never the zotero.org key
-            named = library.get("api_key_env")
-            local_key = (key if named and named != "ZOTERO_API_KEY" else "") or read_local_key(paths)
+        if library.get("local"):  # the key the local read source sends: never the zotero.org key
+            local_key = local_api_key(library, lambda: read_local_key(paths))
             if not local_key:
                 return [], "no local API key: run `zocrates-nb library writer local` (Zotero 10)"
             return [

@@ -23,7 +23,7 @@ from ..config_schema import LIBRARY_SOURCES
 from ..errors import ConfigError
 from .base import Collection, LibrarySnapshot, LibrarySource, Note, Paper
 
-__all__ = ["open_source", "LibrarySource", "LibrarySnapshot", "Note", "Paper", "Collection", "SOURCES"]
+__all__ = ["open_source", "local_api_key", "LibrarySource", "LibrarySnapshot", "Note", "Paper", "Collection", "SOURCES"]
 
 SOURCES = LIBRARY_SOURCES  # declared once, in config_schema
 #: the schema's default ``library.api_key_env``: a zotero.org key, never sent to the local API
@@ -31,8 +31,8 @@ WEB_KEY_ENV = "ZOTERO_API_KEY"
 LOCAL_KEY_ENV = "ZOTERO_LOCAL_API_KEY"
 
 
-def _local_key(lib: dict, approved_key: Callable[[], str | None] | None) -> str | None:
-    """The key a local API *read* source sends to 127.0.0.1: the one the local writer uses.
+def local_api_key(lib: dict, approved_key: Callable[[], str | None] | None) -> str | None:
+    """The key sent to Zotero's local API on 127.0.0.1, by the read source and the local writer alike.
 
     Why not ``api_key_env``: the schema (and ``library use web``) fill it with ``ZOTERO_API_KEY``,
     a zotero.org key that must never go to localhost. So the local source takes the variable the
@@ -85,7 +85,7 @@ def open_source(paths, config: dict, *, local_key: Callable[[], str | None] | No
         return ZoteroWebLibrary(
             library_id=library_id if library_id not in (None, "") else 0,
             library_type=lib.get("library_type") or "user",
-            api_key=_local_key(lib, local_key)
+            api_key=local_api_key(lib, local_key)
             if local
             else (os.environ.get(lib.get("api_key_env") or WEB_KEY_ENV) or None),
             cache_path=paths.web_cache,
