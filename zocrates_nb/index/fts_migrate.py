@@ -38,10 +38,8 @@ def add_collection_index(conn: sqlite3.Connection) -> None:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "chunks" not in tables or "chunk_collections" in tables:
         return
-    conn.execute(
-        "CREATE TABLE chunk_collections(collection TEXT NOT NULL, chunk INTEGER NOT NULL, "
-        "PRIMARY KEY(collection, chunk)) WITHOUT ROWID"
-    )
+    (create,) = [sql for sql in _split_sql(SCHEMA) if sql.startswith("CREATE TABLE IF NOT EXISTS chunk_collections")]
+    conn.execute(create)  # the schema's own statement; its index and triggers follow in ensure_schema
     conn.execute(
         "INSERT OR IGNORE INTO chunk_collections(collection, chunk) "
         "SELECT j.value, c.id FROM chunks AS c, json_each(c.collections) AS j"
