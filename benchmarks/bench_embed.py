@@ -1,9 +1,12 @@
-"""Embedder throughput and cold start (issue 4 §6: ~20 chunks of 80 words per second on 2 cores).
+"""Embedder throughput and cold start, int8 (the default) against the float32 reference graph.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_embed.py [--n 200] [--batch 32]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_embed.py [--n 200] [--batch 32] [--full]
 
-Chunks are the first 80 words of SciFact abstracts (../shared/data/scifact, evaluation data only);
-without that file, synthetic 80-word chunks are used (said in the output). Prints one JSON object.
+Chunks are the first 80 words of SciFact abstracts (../shared/data/scifact, evaluation data only),
+or with ``--full`` whole abstracts with their titles (truncated to 256 tokens, like a sync's chunks);
+without that file, synthetic chunks are used (said in the output). The int8 and float32 figures
+come from the same run and texts, with their ratio and the mean cosine between their vectors.
+Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -28,12 +31,18 @@ COLD = (
 )
 
 
-def chunks_80_words(n: int) -> tuple[list[str], str]:
+def chunks_80_words(n: int, full: bool = False) -> tuple[list[str], str]:
     if SCIFACT.exists():
         out = []
         with gzip.open(SCIFACT, "rt", encoding="utf-8") as fh:
             for line in fh:
-                words = (json.loads(line)["text"]).split()
+                row = json.loads(line)
+                if full:
+                    out.append(f"{row['title']}\n{row['text']}")
+                    if len(out) == n:
+                        return out, "SciFact titles and abstracts"
+                    continue
+                words = row["text"].split()
                 if len(words) >= 80:
                     out.append(" ".join(words[:80]))
                 if len(out) == n:
@@ -46,7 +55,8 @@ def chunks_80_words(n: int) -> tuple[list[str], str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=32, help="float32 batch size (int8 runs each text alone)")
+    parser.add_argument("--full", action="store_true", help="whole abstracts with titles instead of 80 words")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     from zocrates_nb.index.embed import MiniLMEmbedder, ensure_model
@@ -67,31 +77,43 @@ def main() -> None:
         for _ in range(2)
     ]
 
-    texts, source = chunks_80_words(args.n)
-    embedder = MiniLMEmbedder(batch_size=args.batch)
+    texts, source = chunks_80_words(args.n, args.full)
+    runs, vectors = {}, {}
+    for precision in ("int8", "float32"):
+        embedder = MiniLMEmbedder(batch_size=args.batch, precision=precision)
+        embedder.embed(texts[:8])  # warm-up (int8: makes its per-core sessions)
+        started, cpu_started = time.perf_counter(), time.process_time()
+        vectors[precision] = embedder.embed(texts)
+        seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+        started = time.perf_counter()
+        for q in ["hybrid retrieval with reciprocal rank fusion"] * 20:
+            embedder.embed([q])
+        runs[precision] = {
+            "chunks_per_s": round(len(texts) / seconds, 1),
+            "seconds": round(seconds, 2),
+            "cpu_s": round(cpu_seconds, 1),  # with load_avg: tells a contended run from a slow one
+            "ms_per_chunk": round(seconds / len(texts) * 1000, 1),
+            "query_embed_ms": round((time.perf_counter() - started) / 20 * 1000, 1),
+        }
     tokens = sum(len(t) for t in embedder.tokenize(texts)) / len(texts)
-    embedder.embed(texts[:8])  # warm-up
-    started, cpu_started = time.perf_counter(), time.process_time()
-    embedder.embed(texts)
-    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     threads = len(os.sched_getaffinity(0))
-    started = time.perf_counter()
-    for q in ["hybrid retrieval with reciprocal rank fusion"] * 20:
-        embedder.embed([q])
-    query_ms = (time.perf_counter() - started) / 20 * 1000
+    agreement = (vectors["int8"] * vectors["float32"]).sum(axis=1)
     print(
         json.dumps(
             {
                 "chunks": len(texts),
                 "source": source,
                 "mean_tokens": round(tokens, 1),
-                "batch": args.batch,
+                "float32_batch": args.batch,
                 "threads": threads,
-                "chunks_per_s": round(len(texts) / seconds, 1),
-                "cpu_s": round(cpu_seconds, 1),  # with load_avg: tells a contended run from a slow one
                 "load_avg_1m": round(os.getloadavg()[0], 1),
-                "ms_per_chunk": round(seconds / len(texts) * 1000, 1),
-                "query_embed_ms": round(query_ms, 1),
+                **{f"{p}": r for p, r in runs.items()},
+                "int8_speedup_wall": round(runs["float32"]["seconds"] / runs["int8"]["seconds"], 2),
+                "int8_speedup_cpu": round(runs["float32"]["cpu_s"] / max(runs["int8"]["cpu_s"], 1e-9), 2),
+                "cosine_int8_vs_float32": {
+                    "mean": round(float(agreement.mean()), 4),
+                    "min": round(float(agreement.min()), 4),
+                },
                 "cold_start_s": [round(c, 2) for c in cold],
                 "build_onnx_s": round(build_s, 1),
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0),

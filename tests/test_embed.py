@@ -29,7 +29,12 @@ def built_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def embedder(built_dir) -> MiniLMEmbedder:
-    return MiniLMEmbedder(built_dir)
+    return MiniLMEmbedder(built_dir)  # int8, what the workbench runs
+
+
+@pytest.fixture(scope="session")
+def reference_graph(built_dir) -> MiniLMEmbedder:
+    return MiniLMEmbedder(built_dir, precision="float32")
 
 
 # ----------------------------------------------------------------- independent numpy reference
@@ -100,6 +105,7 @@ TEXTS = [
 def test_build_writes_model_tokenizer_and_metadata(built_dir):
     for name in (
         "model.onnx",
+        "model.float32.onnx",
         "tokenizer.json",
         "vocab.txt",
         "config.json",
@@ -112,18 +118,47 @@ def test_build_writes_model_tokenizer_and_metadata(built_dir):
     assert meta["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert meta["dim"] == 384
     assert len(meta["source_sha256"]) == 64
+    assert meta["default_precision"] == "int8" and set(meta["onnx_sha256"]) == {"int8", "float32"}
+    assert (built_dir / "model.onnx").stat().st_size < 0.7 * (built_dir / "model.float32.onnx").stat().st_size
     assert ensure_model(built_dir) == built_dir  # second call: no rebuild
     assert (built_dir / "model.onnx").stat().st_mtime_ns == os.stat(built_dir / "model.onnx").st_mtime_ns
 
 
-def test_matches_an_independent_numpy_forward_pass(embedder):
+def test_the_float32_graph_matches_an_independent_numpy_forward_pass(reference_graph):
     weights = load_weights()
-    got = embedder.embed(TEXTS)
-    ids = embedder.tokenize(TEXTS)
+    got = reference_graph.embed(TEXTS)
+    ids = reference_graph.tokenize(TEXTS)
     assert max(len(i) for i in ids) == 256  # the long text was truncated
     for row, token_ids in zip(got, ids, strict=True):
         expected = reference_embedding(weights, token_ids)
         assert np.max(np.abs(row - expected)) < 1e-5
+
+
+def test_the_int8_graph_stays_close_to_the_reference_and_keeps_its_similarities(embedder, reference_graph):
+    texts = [t for t in TEXTS if t] + [
+        "A man is eating food.",
+        "A man is eating a piece of bread.",
+        "The stock market fell sharply on Monday.",
+        "Leiden clustering replaces Louvain in our single-cell pipeline.",
+    ]
+    fast, exact = embedder.embed(texts), reference_graph.embed(texts)
+    assert ((fast * exact).sum(axis=1) > 0.975).all()
+    assert np.max(np.abs(fast @ fast.T - exact @ exact.T)) < 0.05  # similarities, hence rankings, hold
+    assert float(fast[4] @ fast[5]) > 0.6 > 0.2 > float(fast[4] @ fast[6])  # a paraphrase, then unrelated
+
+
+def test_an_int8_vector_depends_on_its_text_only(embedder):
+    """Dynamic quantization scales a run's activations by its largest value: in a batch a text's
+    vector would move with its neighbours, so int8 runs each text alone (and in parallel)."""
+    many = TEXTS * 4
+    together = embedder.embed(many)
+    assert np.array_equal(together[: len(TEXTS)], np.stack([embedder.embed([t])[0] for t in TEXTS]))
+    assert np.array_equal(together[: len(TEXTS)], together[len(TEXTS) : 2 * len(TEXTS)])
+
+
+def test_an_unknown_precision_is_refused(built_dir):
+    with pytest.raises(ValueError, match="int8, float32"):
+        MiniLMEmbedder(built_dir, precision="fp16")
 
 
 def test_vectors_are_normalised_float32_in_input_order(embedder):
@@ -136,10 +171,10 @@ def test_vectors_are_normalised_float32_in_input_order(embedder):
         embedder.embed("a bare string")
 
 
-def test_padding_and_batch_size_do_not_change_vectors(built_dir, embedder):
-    together = embedder.embed(TEXTS)
-    alone = np.stack([embedder.embed([t])[0] for t in TEXTS])
-    tiny_batches = MiniLMEmbedder(built_dir, batch_size=2).embed(TEXTS)
+def test_padding_and_batch_size_do_not_change_float32_vectors(built_dir, reference_graph):
+    together = reference_graph.embed(TEXTS)
+    alone = np.stack([reference_graph.embed([t])[0] for t in TEXTS])
+    tiny_batches = MiniLMEmbedder(built_dir, batch_size=2, precision="float32").embed(TEXTS)
     assert np.max(np.abs(together - alone)) < 1e-5
     assert np.max(np.abs(together - tiny_batches)) < 1e-5
 
