@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .locks import file_lock
 from .records import Note, new_key
+from .sqlite_tx import enable_wal
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, write_token TEXT NOT NULL, html TEXT NOT NULL,
@@ -113,7 +114,7 @@ class Outbox:
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        conn.execute("PRAGMA journal_mode = WAL")
+        enable_wal(conn)
         conn.execute("PRAGMA synchronous = FULL")  # an entry is a user's note: durable before we return
         for statement in _SCHEMA:
             conn.execute(statement)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -29,3 +30,25 @@ def immediate_transaction(
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+
+def enable_wal(conn: sqlite3.Connection, timeout: float = 30.0) -> None:
+    """``PRAGMA journal_mode = WAL``, waiting up to ``timeout`` s for other processes.
+
+    Why not just the pragma: switching a database to WAL needs an exclusive lock, and SQLite may
+    answer "database is locked" at once, without calling the busy handler, while another process
+    is creating or opening the same new file (seen with two processes seeding the demo library).
+    A database already in WAL mode returns at once.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            if str(mode).lower() == "wal" or time.monotonic() >= deadline:
+                return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(0.25, delay * 2)

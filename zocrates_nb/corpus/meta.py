@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import IndexCorruptError
+from ..sqlite_tx import enable_wal
 
 SCHEMA_VERSION = 1
 
@@ -84,7 +85,7 @@ class MetaDB:
         self._depth = 0
         try:
             self.conn = self._connect(busy_timeout_ms)
-            self.conn.execute("PRAGMA journal_mode = WAL")
+            enable_wal(self.conn)
             self.conn.execute("PRAGMA synchronous = NORMAL")
             with self.write() as conn:
                 for statement in _statements(_SCHEMA):

@@ -21,6 +21,7 @@ from zocrates_nb.index.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, NOT
 from zocrates_nb.index.lexical import DocumentFrequencies
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.protocols import Embedder
+from zocrates_nb.sqlite_tx import enable_wal
 
 REBUILD_HINT = (
     "Run `zocrates-nb index rebuild` (or `wb.index.rebuild(wb.corpus)` in a notebook); "
@@ -152,7 +153,7 @@ class IndexCore:
             self._conn = sqlite3.connect(
                 str(paths.meta_db), isolation_level=None, check_same_thread=False, timeout=30.0
             )
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._conn)
             self._conn.execute("PRAGMA busy_timeout=30000")
             if not fts.schema_ready(self._conn, self.title_weight):
                 self._write(lambda conn: fts.ensure_schema(conn, self.title_weight))

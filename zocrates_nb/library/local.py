@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import LibraryError, NotFoundError
-from ..sqlite_tx import immediate_transaction
+from ..sqlite_tx import enable_wal, immediate_transaction
 from .base import Collection, LibrarySnapshot, Note, Paper, check_note_html, is_valid_key, new_key
 
 DEMO_CONTENT_DIR = Path(__file__).resolve().parent / "demo"
@@ -192,7 +192,7 @@ class DemoLibrary:
         try:
             self._conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None, timeout=30.0)
             self._conn.execute("PRAGMA busy_timeout = 30000")
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            enable_wal(self._conn)
             self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
             raise LibraryError(

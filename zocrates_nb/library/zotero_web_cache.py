@@ -16,7 +16,7 @@ import threading
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from ..sqlite_tx import immediate_transaction
+from ..sqlite_tx import enable_wal, immediate_transaction
 from .base import Collection, Note, Paper
 from .zotero_web_objects import (
     CACHE_SCHEMA,
@@ -49,7 +49,7 @@ class WebCache:
         )
         self._db.execute("PRAGMA busy_timeout = 30000")
         if self.cache_path:
-            self._db.execute("PRAGMA journal_mode = WAL")
+            enable_wal(self._db)
         with self.txn() as db:
             for statement in CACHE_SCHEMA:
                 db.execute(statement)
