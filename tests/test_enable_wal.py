@@ -33,3 +33,11 @@ def test_a_lock_held_past_the_timeout_is_reported(tmp_path):
     with pytest.raises(sqlite3.OperationalError, match="locked"):
         enable_wal(other, timeout=0.3)
     holder.execute("COMMIT")
+
+
+def test_a_database_that_cannot_use_wal_keeps_its_mode_without_waiting():
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    started = time.monotonic()
+    enable_wal(conn, timeout=10)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "memory"
+    assert time.monotonic() - started < 1.0

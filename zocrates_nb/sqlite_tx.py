@@ -38,17 +38,18 @@ def enable_wal(conn: sqlite3.Connection, timeout: float = 30.0) -> None:
     Why not just the pragma: switching a database to WAL needs an exclusive lock, and SQLite may
     answer "database is locked" at once, without calling the busy handler, while another process
     is creating or opening the same new file (seen with two processes seeding the demo library).
-    A database already in WAL mode returns at once.
+    Once the pragma runs, its answer stands (as before): a database that cannot use WAL (in
+    memory, some network file systems) keeps its own mode and is not retried.
     """
     deadline = time.monotonic() + timeout
     delay = 0.01
     while True:
         try:
-            (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            if str(mode).lower() == "wal" or time.monotonic() >= deadline:
-                return
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() >= deadline:
+            contended = "locked" in str(exc) or "busy" in str(exc)
+            if not contended or time.monotonic() >= deadline:
                 raise
         time.sleep(delay)
         delay = min(0.25, delay * 2)
