@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from zocrates_nb.convert.chunk import chunk_to_window, split_to_window
+from zocrates_nb.convert.window import chunk_to_window, split_to_window
 from zocrates_nb.findability import known_item_query
 from zocrates_nb.index import fts
 from zocrates_nb.index.context import context_line

