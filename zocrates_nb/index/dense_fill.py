@@ -13,6 +13,9 @@ Why each part:
   (``{"done", "total", "pid"}``), so ``zocrates-nb status`` in another shell shows
   "dense: 38 % (1,970 / 5,183)" while a big first sync fills in the vectors behind the lexical
   index (FTS rows are committed before any embedding starts, so lexical search already works);
+- **a part is stored while the next one is embedded** (one writer thread, one write at a time, in
+  order): Chroma's inserts and the durable queue's bookkeeping no longer leave the embedder's cores
+  idle between parts;
 - **a killed fill is resumed**: the file outlives a killed process (its pid is gone), and the next
   ``commit_vectors`` reconciles the id sets without a limit, embedding only what is missing.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,7 @@ __all__ = [
     "mark_pending",
     "progress_line",
     "read_progress",
+    "write_progress",
 ]
 
 PROGRESS_NAME = "dense_progress.json"
@@ -42,7 +47,7 @@ def _path(root: Path) -> Path:
     return Path(root) / PROGRESS_NAME
 
 
-def _write(root: Path, done: int, total: int) -> None:
+def write_progress(root: Path, done: int, total: int) -> None:
     """Replace the progress file (advisory, so no fsync: a torn write only loses a progress figure)."""
     path = _path(root)
     tmp = path.with_name(f".{PROGRESS_NAME}.{os.getpid()}.tmp")
@@ -84,7 +89,7 @@ def mark_pending(root: Path) -> None:
     A file left by a dead process is kept as it is, so its fill is still resumed.
     """
     if read_progress(root) is None:
-        _write(root, 0, 0)
+        write_progress(root, 0, 0)
 
 
 def clear_progress(root: Path) -> None:
@@ -106,6 +111,15 @@ def progress_line(progress: dict | None) -> str | None:
     return f"dense: {share} % ({progress['done']:,} / {progress['total']:,}){tail}"
 
 
+def _by_length(texts: list[str], embedder: Any) -> list[str]:
+    """``texts`` shortest first, by the embedder's own token count when it offers one."""
+    token_lengths = getattr(embedder, "token_lengths", None)
+    if callable(token_lengths) and texts:
+        lengths = dict(zip(texts, token_lengths(texts), strict=True))
+        return sorted(texts, key=lambda t: (lengths[t], t))
+    return sorted(texts, key=lambda t: (len(t), t))
+
+
 def embed_rows(
     rows: Sequence[Any],
     text_of: Callable[[Any], str],
@@ -124,33 +138,58 @@ def embed_rows(
     by_text: dict[str, list[Any]] = {}
     for row in rows:
         by_text.setdefault(text_of(row), []).append(row)
-    texts = list(by_text)
-    token_lengths = getattr(embedder, "token_lengths", None)
-    if callable(token_lengths) and texts:
-        lengths = dict(zip(texts, token_lengths(texts), strict=True))
-        texts.sort(key=lambda t: (lengths[t], t))
-    else:
-        texts.sort(key=lambda t: (len(t), t))
-    total, done = len(rows), 0
-    if root is not None and total:
-        _write(root, 0, total)
-    for start in range(0, len(texts), batch):
-        part = texts[start : start + batch]
-        vectors = embedder.embed(part)
-        ids, vecs, metas = [], [], []
-        for text, vector in zip(part, vectors, strict=False):
-            for row in by_text[text]:
-                ids.append(row.chunk_id)
-                vecs.append(vector)
-                metas.append(metadata_of(row))
-        store.upsert(ids, vecs, metas)
-        if stored is not None:
-            stored(ids)
-        done += len(ids)
-        if root is not None:
-            _write(root, done, total)
-        if progress:
-            progress(done, total)
+    texts = _by_length(list(by_text), embedder)
+    writes = _Writes(by_text, store, metadata_of, len(rows), root, progress, stored)
+    # the next part is embedded while the last one is stored: the store's writes (Chroma's HNSW
+    # inserts, the durable queue) no longer leave the embedder's cores idle. One write at a time,
+    # in order, so the progress file and the durable queue only ever count stored vectors.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zocrates-store") as writer:
+        writing: Future[None] | None = None
+        for start in range(0, len(texts), batch):
+            part = texts[start : start + batch]
+            vectors = embedder.embed(part)
+            if writing is not None:
+                writing.result()
+            writing = writer.submit(writes.store_part, part, vectors)
+        if writing is not None:
+            writing.result()
     if root is not None:
         clear_progress(root)
     return len(texts)
+
+
+class _Writes:
+    """Stores embedded parts (every row of a text gets its vector) and counts what is stored: the
+    progress file, the progress callback and the caller's ``stored`` hook see stored vectors only."""
+
+    def __init__(
+        self,
+        by_text: dict[str, list[Any]],
+        store: Any,
+        metadata_of: Callable[[Any], dict],
+        total: int,
+        root: Path | None,
+        progress: Callable[[int, int], None] | None,
+        stored: Callable[[list[str]], None] | None,
+    ) -> None:
+        self.by_text, self.vector_store, self.metadata_of = by_text, store, metadata_of
+        self.total, self.done = total, 0
+        self.root, self.progress, self.stored = root, progress, stored
+        if root is not None and total:
+            write_progress(root, 0, total)
+
+    def store_part(self, part: list[str], vectors: Any) -> None:
+        ids, vecs, metas = [], [], []
+        for text, vector in zip(part, vectors, strict=False):
+            for row in self.by_text[text]:
+                ids.append(row.chunk_id)
+                vecs.append(vector)
+                metas.append(self.metadata_of(row))
+        self.vector_store.upsert(ids, vecs, metas)
+        if self.stored is not None:
+            self.stored(ids)
+        self.done += len(ids)
+        if self.root is not None:
+            write_progress(self.root, self.done, self.total)
+        if self.progress:
+            self.progress(self.done, self.total)
