@@ -1,8 +1,10 @@
 """The dense phase of a sync: embed every chunk the sync staged, with a progress bar.
 
-Why a separate phase: sync commits the FTS rows batch by batch first, so lexical search sees the
-whole library early; embedding (the slow part, about 90 % of a first sync) follows in one pass that
-``zocrates-nb status`` reports as "dense: 38 % (1,970 / 5,183)" and a killed sync resumes
+Why apart from the lexical phase: sync commits the FTS rows batch by batch, so lexical search sees
+each batch at once; embedding (the slow part, about 90 % of a first sync) follows behind, in a feed
+that takes each committed batch while the next is converted (index/dense_feed.py), then a final
+``commit_vectors`` for whatever the feed did not take (a killed fill to resume, removals, a retry).
+``zocrates-nb status`` reports it as "dense: 38 % (1,970 / 5,183)", and a killed sync resumes it
 (index/dense_fill.py).
 """
 
@@ -12,6 +14,32 @@ import inspect
 from typing import Any
 
 from ..progress import ProgressReporter
+
+
+def start_feed(indexer: Any) -> Any:
+    """The index's background feed for this sync's batches, or None (an index without one, or a killed
+    fill to resume first: ``fill_vectors`` then does all of it after the lexical phase)."""
+    feed = getattr(indexer, "feed", None)
+    return feed() if callable(feed) else None
+
+
+def finish_feed(feed: Any, report: Any, progress: bool | None) -> None:
+    """Wait for the feed, with a chunk progress bar; its failure is a sync warning (its chunks were put
+    back in the index's queue, so ``fill_vectors`` tries them once more)."""
+    feed.end()
+    done, total = feed.progress()
+    with ProgressReporter(total, "Embedding (dense)", enabled=progress, unit="chunk") as bar:
+        bar.update(done)
+        while not feed.wait(0.25):
+            done, _ = feed.progress()
+            bar.update(done - bar.count)
+            bar.note(feed.progress_line() or "")
+        error = feed.close()
+        bar.update(feed.progress()[0] - bar.count)
+    if error is not None:
+        report.warnings.append(
+            ("(vectors)", f"the background fill failed ({type(error).__name__}: {error}); its chunks were retried")
+        )
 
 
 def fill_vectors(indexer: Any, report: Any, progress: bool | None) -> None:

@@ -90,19 +90,20 @@ class SyncRun:
                 held_papers.ensure_complete(
                     conn, [k for k, row in state.items() if row[0] == "paper"], corpus._stored_manifest
                 )
-            with ProgressReporter(len(work) + len(removed), "Syncing corpus", enabled=self.progress) as bar:
-                if removed:
-                    corpus._remove(removed, report)
-                    report.counts["removed"] += len(removed)
-                    bar.update(len(removed))
-                for start in range(0, len(work), BATCH):
-                    self._apply(work[start : start + BATCH])
-                    bar.update(len(work[start : start + BATCH]))
-            # one dense pass after every FTS batch is committed: lexical search covers the whole
-            # library within seconds of a big first sync, and the vectors fill in behind it
-            from .dense_phase import fill_vectors
+            from .dense_phase import fill_vectors, finish_feed, start_feed
 
-            if self.vectors:
+            # the vectors fill in behind the lexical index: each committed batch goes to a background
+            # feed (model load, Chroma and embedding on the other core), so lexical search covers a
+            # batch at once and the embedder no longer waits for the whole lexical phase
+            feed = start_feed(corpus.indexer) if self.vectors and work else None
+            try:
+                self._lexical_phase(work, removed, feed)
+                if feed is not None:
+                    finish_feed(feed, report, self.progress)
+            finally:
+                if feed is not None:
+                    feed.stop()  # a failed or interrupted sync: the next one resumes the fill
+            if self.vectors:  # what the feed did not take: a resumed fill, removals, a failed feed's retry
                 fill_vectors(corpus.indexer, report, self.progress)
         report.seconds = time.perf_counter() - started
         corpus.events.emit(
@@ -113,6 +114,21 @@ class SyncRun:
             latency_ms=round(report.seconds * 1000, 3),
         )
         return report
+
+    def _lexical_phase(self, work: list[WorkItem], removed: list[str], feed: Any) -> None:
+        """Convert and commit every changed document, batch by batch; the feed gets each committed batch."""
+        corpus, report = self.corpus, self.report
+        with ProgressReporter(len(work) + len(removed), "Syncing corpus", enabled=self.progress) as bar:
+            if removed:
+                corpus._remove(removed, report)
+                report.counts["removed"] += len(removed)
+                bar.update(len(removed))
+            for start in range(0, len(work), BATCH):
+                self._apply(work[start : start + BATCH])
+                bar.update(len(work[start : start + BATCH]))
+                if feed is not None:
+                    feed.committed()
+                    bar.note(feed.progress_line() or "")
 
     def _checked_state(self) -> dict:
         """The meta state after the cheap consistency check; disagreeing documents are marked to re-make."""

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.errors import IndexCorruptError, ZocratesError
 from zocrates_nb.index import fts, pending
 from zocrates_nb.index.core import REBUILD_HINT, IndexCore
 from zocrates_nb.index.records import document_rows, embedding_text
+
+if TYPE_CHECKING:
+    from zocrates_nb.index.dense_feed import DenseFeed
 
 _EMBED_BATCH = 128
 
@@ -31,7 +34,7 @@ class IndexConsistency(IndexCore):
         doc, rows = document_rows(manifest, markdown, _count_tokens())
         stale = fts.replace_document(conn, doc, rows)
         pending.add(conn, [r.chunk_id for r in rows] + list(stale))  # durable: survives a kill before COMMIT
-        with self._lock:
+        with self._queue_lock:
             if not self._pending:
                 from zocrates_nb.index.dense_fill import mark_pending
 
@@ -43,7 +46,7 @@ class IndexConsistency(IndexCore):
         """Delete a document's FTS rows inside the caller's transaction; queue the vector deletes."""
         removed = fts.delete_document(conn, key)
         pending.add(conn, removed)
-        with self._lock:
+        with self._queue_lock:
             self._pending.update(removed)
 
     def commit_vectors(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
@@ -55,7 +58,7 @@ class IndexConsistency(IndexCore):
         """
         from zocrates_nb.index.dense_fill import clear_progress, interrupted
 
-        with self._lock:
+        with self._queue_lock:
             pending, self._pending = self._pending, set()
         resume = interrupted(self.paths.root)  # a fill killed before it finished: embed what is missing
         if not pending and not resume:
@@ -73,9 +76,38 @@ class IndexConsistency(IndexCore):
                 }
             return result
         except BaseException:
-            with self._lock:
-                self._pending |= pending  # keep them queued; reconcile would find them anyway
+            self.requeue(pending)  # keep them queued; reconcile would find them anyway
             raise
+
+    # ------------------------------------------------------------------ the sync's feed (index/dense_feed.py)
+    def feed(self) -> DenseFeed | None:
+        """A background fill that a sync hands each committed batch to (``take_staged``), or None when a
+        killed fill must be resumed first (the sync's final ``commit_vectors`` does that)."""
+        from zocrates_nb.index.dense_feed import DenseFeed
+        from zocrates_nb.index.dense_fill import interrupted
+
+        return None if interrupted(self.paths.root) else DenseFeed(self)
+
+    def take_staged(self) -> set[str]:
+        """The ids staged since the last call; the caller has just committed them (one sync batch)."""
+        with self._queue_lock:
+            ids, self._pending = self._pending, set()
+        return ids
+
+    def requeue(self, ids: Iterable[str]) -> None:
+        """Put ids back in the queue (a fill that failed): the next ``commit_vectors`` embeds them."""
+        with self._queue_lock:
+            self._pending.update(ids)
+
+    def embed_committed(self, ids: set[str], stored: Callable[[int], None]) -> None:
+        """Bring the vectors of committed ``ids`` in line (the feed's step): no reconcile, since FTS rows
+        are still being committed beside it, and no progress file of its own (the feed keeps one)."""
+        self._sync_ids(ids, None, reconcile=False, stored=stored)
+
+    def finish_feed(self) -> None:
+        """After the feed's last batch: the id-set reconcile a first ``commit_vectors`` would have run."""
+        if not self._reconciled:
+            self.reconcile(limit=self.auto_repair_limit)
 
     def fill_interrupted(self) -> bool:
         """True when a dense fill was killed before it finished: the next ``commit_vectors`` resumes it
@@ -84,12 +116,24 @@ class IndexConsistency(IndexCore):
 
         return interrupted(self.paths.root)
 
-    def _sync_ids(self, ids: Iterable[str], progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+    def _sync_ids(
+        self,
+        ids: Iterable[str],
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        reconcile: bool = True,
+        stored: Callable[[int], None] | None = None,
+    ) -> dict[str, int]:
+        """Embed and upsert the committed rows of ``ids``, delete the vectors of the others.
+
+        ``reconcile=False`` and ``stored`` are the feed's (index/dense_feed.py): it reconciles once at
+        its end and keeps the progress file itself, so this call then leaves that file alone.
+        """
         ids = set(ids)
         rows = self._read(lambda conn: fts.chunk_rows(conn, ids))
         gone = sorted(ids - rows.keys())
         store = self._store()
-        if not self._reconciled:
+        if reconcile and not self._reconciled:
             # the chunks being synced now are not "missing": a first sync of a big library
             # must embed them here, not trip the auto-repair limit meant for lost vectors
             self.reconcile(limit=self.auto_repair_limit, skip=ids)
@@ -99,6 +143,13 @@ class IndexConsistency(IndexCore):
         if todo:
             from zocrates_nb.index.dense_fill import embed_rows
 
+            def dequeue(done: list[str]) -> None:
+                # each stored batch leaves the durable queue at once: a kill mid-fill then re-embeds
+                # only what was not stored yet, never the whole queue
+                self._write(lambda conn: pending.remove(conn, done))
+                if stored is not None:
+                    stored(len(done))
+
             # identical texts once, sorted by length across the job, progress file (index/dense_fill.py)
             embed_rows(
                 todo,
@@ -106,12 +157,10 @@ class IndexConsistency(IndexCore):
                 self.embedder,
                 store,
                 _metadata,
-                root=self.paths.root,
+                root=self.paths.root if stored is None else None,
                 batch=_EMBED_BATCH,
                 progress=progress,
-                # each stored batch leaves the durable queue at once: a kill mid-fill then re-embeds
-                # only what was not stored yet, never the whole queue
-                stored=lambda done: self._write(lambda conn: pending.remove(conn, done)),
+                stored=dequeue,
             )
         self._write(lambda conn: pending.remove(conn, ids))
         return {"upserted": len(todo), "deleted": len(gone)}
@@ -153,6 +202,8 @@ class IndexConsistency(IndexCore):
             store.delete_ids(sorted(extra))
         if missing:
             self._sync_ids(missing, progress)
+            with self._queue_lock:  # embedded from their committed rows just now: not owed any more
+                self._pending -= missing
         if queued:
             self._write(lambda conn: pending.remove(conn, queued - set(skip)))
         return {"embedded": len(missing), "deleted": len(extra)}
@@ -185,7 +236,7 @@ class IndexConsistency(IndexCore):
                     fts.replace_document(conn, doc, rows)
 
             self._write(replace_all)
-            with self._lock:
+            with self._queue_lock:
                 self._pending = set()
             ids = self._read(fts.chunk_ids)
             try:

@@ -143,6 +143,10 @@ class IndexCore:
         self.one_shot = one_shot
         self._reconciled = False
         self._pending: set[str] = set()  # chunk ids touched since the last commit_vectors
+        # the queue's own lock: a sync stages rows inside its write transaction while the dense feed's
+        # thread may hold ``_lock`` waiting for that transaction to end (index/dense_feed.py)
+        self._queue_lock = threading.Lock()
+        self._store_lock = threading.Lock()  # opening the vector store (``import chromadb``: seconds)
         self._lock = threading.RLock()
         self._frequencies = DocumentFrequencies()  # used under self._lock, like the connection
         self._pool: ThreadPoolExecutor | None = None  # runs FTS beside the dense side (hybrid mode)
@@ -199,7 +203,7 @@ class IndexCore:
         """The vector store, opened on first use (without reconciling)."""
         if self._vectors is not None:  # no lock once open: FTS may hold it on the worker thread
             return self._vectors
-        with self._lock:
+        with self._store_lock:  # not ``_lock``: searches and staging go on while Chroma loads
             if self._vectors is None:
                 from zocrates_nb.index.embed import MODEL_DIM, MODEL_ID
 

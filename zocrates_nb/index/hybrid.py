@@ -98,7 +98,7 @@ class HybridIndex(IndexConsistency, IndexSearch):
             self._pool = None
         if self._allowed_ids is not None:
             self._allowed_ids.close()
-        with self._lock:
+        with self._lock, self._store_lock:
             if self._vectors is not None:
                 self._vectors.close()
                 self._vectors = None

@@ -1,0 +1,132 @@
+"""Embed a sync's chunks while the sync is still converting: the dense phase behind each commit.
+
+Why: a first sync used to run its lexical phase (conversion, chunking, FTS writes: one core) to
+the end before the dense phase (model load, ``import chromadb``, then embedding on both cores)
+began, so every second of the lexical phase was a second the embedder waited. Now the sync hands
+the chunk ids of each committed batch to this feed, whose thread opens the model and the vector
+store at once and embeds batch after batch (all that is queued at a time) while the next ones
+are converted. Lexical search still covers a batch the moment it commits; the vectors follow.
+
+What stays as it was (index/dense_fill.py, index/consistency.py):
+
+- only committed ids are fed: the sync takes them from the index right after each COMMIT, so a
+  rolled-back batch never reaches the vector store;
+- ``dense_progress.json`` counts stored vectors against the ids fed so far, with this process's
+  id, and is removed when the feed ends: a killed sync leaves it behind, and the next sync
+  resumes the fill. A fill that a dead process left is not fed at all (``IndexConsistency.feed``
+  returns None): the sync's final ``commit_vectors`` resumes it the old way;
+- the id-set reconcile runs once, after the last batch, when every synced chunk has its vector
+  (before, it ran before the first; during the feed the FTS rows move under it);
+- a failure stops the feed, puts its ids back in the index's queue and is returned by ``close``;
+  the sync's final ``commit_vectors`` then tries them once more and reports what fails again.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any
+
+from zocrates_nb.index.dense_fill import clear_progress, progress_line, write_progress
+
+__all__ = ["DenseFeed", "SLICE"]
+
+#: Most ids embedded in one step: a stop (a failed or interrupted sync) waits for one step at most.
+SLICE = 1024
+
+
+class DenseFeed:
+    """One background fill of the vectors for the ids a sync commits (``committed``), ended by ``close``."""
+
+    def __init__(self, index: Any) -> None:
+        self._index = index
+        self._queue: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
+        self._counts = threading.Lock()
+        self.done = 0
+        self.total = 0
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="zocrates-dense-feed", daemon=True)
+        self._thread.start()
+
+    def committed(self) -> None:
+        """The sync has just committed a batch: queue the ids the index staged for it."""
+        ids = self._index.take_staged()
+        if not ids:
+            return
+        with self._counts:
+            self.total += len(ids)
+            write_progress(self._index.paths.root, self.done, self.total)
+        self._queue.put(sorted(ids))
+
+    def progress(self) -> tuple[int, int]:
+        """``(stored, fed)`` so far, for the sync's progress bar."""
+        with self._counts:
+            return self.done, self.total
+
+    def progress_line(self) -> str | None:
+        """``dense: 38 % (1,970 / 5,183)`` of what was fed so far (the lexical bar shows it)."""
+        done, total = self.progress()
+        return progress_line({"done": done, "total": total, "running": True}) if total else None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait (at most ``timeout`` seconds) for the feed to finish; True once it has."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def end(self) -> None:
+        """No more batches: the feed finishes the queued ones, reconciles once and ends (``wait``)."""
+        self._queue.put(None)
+
+    def close(self) -> BaseException | None:
+        """``end``, wait for the feed to finish, and return its error if any."""
+        self.end()
+        self._thread.join()
+        if self.error is None and not self._stop.is_set():
+            clear_progress(self._index.paths.root)
+        return self.error
+
+    def stop(self) -> None:
+        """Stop soon (the sync failed or was interrupted): what is not embedded yet goes back to the
+        index's queue, and the progress file stays behind, so the next sync resumes the fill."""
+        if self._thread.is_alive():
+            self._stop.set()
+            self._queue.put(None)
+            self._thread.join()
+
+    def _stored(self, count: int) -> None:
+        with self._counts:
+            self.done += count
+            write_progress(self._index.paths.root, self.done, self.total)
+
+    def _run(self) -> None:
+        waiting: list[str] = []  # fed, not embedded yet
+        ended = False
+        while waiting or not ended:
+            if not waiting:
+                item = self._queue.get()
+                ended = item is None
+                waiting.extend(item or ())
+            while not ended:  # all that is queued now
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                ended = item is None
+                waiting.extend(item or ())
+            if self._stop.is_set() or self.error is not None:
+                self._index.requeue(waiting)
+                waiting = []
+                continue
+            # a slice at a time, so a stop waits for one slice at most
+            job, waiting = waiting[:SLICE], waiting[SLICE:]
+            try:
+                self._index.embed_committed(set(job), self._stored)
+            except BaseException as exc:  # noqa: BLE001 - returned by close(); the sync's commit_vectors retries
+                self.error = exc
+                self._index.requeue(job)
+        if self.error is None and not self._stop.is_set():
+            try:
+                self._index.finish_feed()
+            except BaseException as exc:  # noqa: BLE001 - returned by close() and reported by the sync
+                self.error = exc
