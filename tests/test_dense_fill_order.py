@@ -52,6 +52,15 @@ def test_batches_follow_the_token_count_when_the_embedder_gives_one():
     assert sorted(store.ids) == ["a:0", "b:0", "c:0", "d:0", "e:0"]
 
 
+def test_an_embedder_that_does_not_pad_gets_the_texts_unsorted_and_untokenized():
+    embedder, store = RecordingEmbedder(with_lengths=True), Store()
+    embedder.pads = False  # int8: each text runs alone, so sorting saves nothing
+    embedder.token_lengths = lambda texts: pytest.fail("tokenized only to sort")
+    embed_rows(ROWS, lambda r: r.text, embedder, store, lambda r: {}, batch=2)
+    assert [t for call in embedder.calls for t in call] == ["xxxx", "x.....", "xx", "x.........."]
+    assert sorted(store.ids) == ["a:0", "b:0", "c:0", "d:0", "e:0"]
+
+
 def test_without_a_token_count_the_character_length_orders_the_batches():
     embedder, store = RecordingEmbedder(with_lengths=False), Store()
     embed_rows(ROWS, lambda r: r.text, embedder, store, lambda r: {}, batch=2)

@@ -8,11 +8,13 @@ Why each part:
   embedder is padded to a similar length (the embedder already sorts within one call; this
   spreads the sort over the whole sync). The length is the embedder's own token count when it
   offers one (``token_lengths``): sorting by characters padded 6–8 % more tokens on SciFact,
-  and the embedder's time is linear in padded tokens;
+  and the embedder's time is linear in padded tokens. An embedder that does not pad (``pads``
+  False: the int8 one runs each text alone) gets them unsorted, and they are not tokenized twice;
 - **progress is written to ``dense_progress.json``** in the data directory after each batch
   (``{"done", "total", "pid"}``), so ``zocrates-nb status`` in another shell shows
   "dense: 38 % (1,970 / 5,183)" while a big first sync fills in the vectors behind the lexical
-  index (FTS rows are committed before any embedding starts, so lexical search already works);
+  index (a batch's FTS rows are committed before its chunks are embedded, so lexical search covers
+  it first; a sync's feed, index/dense_feed.py, keeps this file itself);
 - **a part is stored while the next one is embedded** (one writer thread, one write at a time, in
   order): Chroma's inserts and the durable queue's bookkeeping no longer leave the embedder's cores
   idle between parts;
@@ -112,7 +114,10 @@ def progress_line(progress: dict | None) -> str | None:
 
 
 def _by_length(texts: list[str], embedder: Any) -> list[str]:
-    """``texts`` shortest first, by the embedder's own token count when it offers one."""
+    """``texts`` shortest first, by the embedder's own token count when it offers one; as they are when
+    the embedder does not pad (int8 runs each text alone: sorting would only tokenize them twice)."""
+    if not getattr(embedder, "pads", True):
+        return texts
     token_lengths = getattr(embedder, "token_lengths", None)
     if callable(token_lengths) and texts:
         lengths = dict(zip(texts, token_lengths(texts), strict=True))

@@ -202,6 +202,12 @@ class MiniLMEmbedder:
                 self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="zocrates-embed")
         return self._sessions
 
+    @property
+    def pads(self) -> bool:
+        """Whether texts embedded together are padded to the longest (float32 batches): only then does
+        sorting them by length first save work (int8 runs each text alone, index/dense_fill.py)."""
+        return self.precision != "int8"
+
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         """How many tokens the model reads of each text (with [CLS]/[SEP], at most 256): callers that
         embed in parts (index/dense_fill.py) sort by it, so each part holds texts of similar cost
