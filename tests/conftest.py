@@ -86,3 +86,14 @@ def scholarly():
 
     with FakeScholarly() as fake:
         yield fake
+
+
+@pytest.fixture(scope="session")
+def count_tokens():
+    """The embedder's word-piece counter (the tokenizer only), for the chunking tests."""
+    from zocrates_nb.index.embed import token_counter
+
+    counter = token_counter()
+    if counter is None:
+        pytest.skip("the MiniLM tokenizer files are not installed")
+    return counter

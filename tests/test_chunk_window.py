@@ -11,17 +11,6 @@ import pytest
 
 from zocrates_nb.convert.window import _WS_CHARS, _atoms, chunk_to_window, split_to_window
 
-
-@pytest.fixture(scope="module")
-def count_tokens():
-    from zocrates_nb.index.embed import token_counter
-
-    counter = token_counter()
-    if counter is None:
-        pytest.skip("the MiniLM tokenizer files are not installed")
-    return counter
-
-
 ABSTRACT = (
     "Interleukin-6 (IL-6) signalling through the IL-6/STAT3 axis drives tumour-associated inflammation. "
     "We profiled 1,204 patients (median age 63.5 y; 54% female) with RNA-seq and scRNA-seq, and found "

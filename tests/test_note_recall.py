@@ -17,17 +17,6 @@ from zocrates_nb.index.query import note_intent
 from zocrates_nb.index.ranking import rrf
 from zocrates_nb.index.records import WINDOW_TOKENS, document_rows, embedding_text
 
-
-@pytest.fixture(scope="module")
-def count_tokens():
-    from zocrates_nb.index.embed import token_counter
-
-    counter = token_counter()
-    if counter is None:
-        pytest.skip("the MiniLM tokenizer files are not installed")
-    return counter
-
-
 LONG_NOTE = "# Plan\n\n" + "\n\n".join(
     f"Paragraph {i}: the germinal centre light zone B cells cycle to the dark zone where somatic "
     f"hypermutation diversifies immunoglobulin genes, measured on slide LN-0{i % 4} with Xenium."
