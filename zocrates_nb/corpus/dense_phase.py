@@ -38,7 +38,11 @@ def finish_feed(feed: Any, report: Any, progress: bool | None) -> None:
         bar.update(feed.progress()[0] - bar.count)
     if error is not None:
         report.warnings.append(
-            ("(vectors)", f"the background fill failed ({type(error).__name__}: {error}); its chunks were retried")
+            (
+                "(vectors)",
+                f"the background fill stopped ({type(error).__name__}: {error}); "
+                "the sync's final pass retried what it had not stored",
+            )
         )
 
 

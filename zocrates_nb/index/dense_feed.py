@@ -4,7 +4,7 @@ Why: a first sync used to run its lexical phase (conversion, chunking, FTS write
 the end before the dense phase (model load, ``import chromadb``, then embedding on both cores)
 began, so every second of the lexical phase was a second the embedder waited. Now the sync hands
 the chunk ids of each committed batch to this feed, whose thread opens the model and the vector
-store at once and embeds batch after batch (all that is queued at a time) while the next ones
+store when the first batch arrives and embeds batch after batch (all that is queued at a time) while the next ones
 are converted. Lexical search still covers a batch the moment it commits; the vectors follow.
 
 What stays as it was (index/dense_fill.py, index/consistency.py):
