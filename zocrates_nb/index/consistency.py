@@ -139,6 +139,8 @@ class IndexConsistency(IndexCore):
             self.reconcile(limit=self.auto_repair_limit, skip=ids)
         if gone:
             store.delete_ids(gone)
+            if stored is not None:  # done too: the feed's count then reaches what it was fed
+                stored(len(gone))
         todo = [rows[c] for c in sorted(rows)]
         if todo:
             from zocrates_nb.index.dense_fill import embed_rows
