@@ -18,7 +18,9 @@ from typing import Any
 from zocrates_nb.errors import ConfigError, IndexCorruptError, ZocratesError
 from zocrates_nb.index import fts, pending
 from zocrates_nb.index.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, NOTE_SHARE, PAPER_WINDOW, PARENT_SHARE
+from zocrates_nb.index.impacts import MAX_POSTINGS, TermImpacts
 from zocrates_nb.index.lexical import DocumentFrequencies
+from zocrates_nb.index.side_reads import SideReader
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.protocols import Embedder
 from zocrates_nb.sqlite_tx import enable_wal
@@ -112,6 +114,8 @@ class IndexCore:
             # >0: an RM3 pass from the top notes (off: no gain on dev)
             self.prf_notes = int(search_cfg.get("prf_notes", 0))
             self.prf_terms = int(search_cfg.get("prf_terms", 8))
+            # the everyday words' bm25 shares kept in memory (index/impacts.py); 0 turns the cache off
+            self.impact_postings = int(search_cfg.get("impact_postings", MAX_POSTINGS))
             if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
                 raise ValueError("out of range")
             if (
@@ -124,10 +128,11 @@ class IndexCore:
                     self.note_share,
                     self.prf_notes,
                     self.prf_terms,
+                    self.impact_postings,
                 )
                 < 0
             ):
-                raise ValueError("note-lane settings must not be negative")
+                raise ValueError("note-lane and cache settings must not be negative")
         except (TypeError, ValueError) as exc:
             raise ConfigError(
                 f'config["search"] has an invalid value ({exc}): {search_cfg!r}',
@@ -149,6 +154,12 @@ class IndexCore:
         self._store_lock = threading.Lock()  # opening the vector store (``import chromadb``: seconds)
         self._lock = threading.RLock()
         self._frequencies = DocumentFrequencies()  # used under self._lock, like the connection
+        # everyday words' bm25 shares, taken in the background (a one-shot search would never reuse them)
+        self._impacts = (
+            TermImpacts(paths.meta_db, self.impact_postings) if self.impact_postings and not one_shot else None
+        )
+        # a second read connection, so a search's two FTS5 queries run side by side (not for one-shot)
+        self._side = SideReader(paths.meta_db) if self.parallel and not one_shot else None
         self._pool: ThreadPoolExecutor | None = None  # runs FTS beside the dense side (hybrid mode)
         self._warmup: Any = None  # DenseWarmup once start_warmup() ran (notebook kernels)
         self._allowed_ids: Any = None  # filtered.AllowedIds, made on the first filtered search

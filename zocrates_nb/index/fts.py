@@ -276,7 +276,7 @@ def filtered_chunk_ids(
 _IN_BATCH = 500
 
 
-def _rows_where_in(conn: sqlite3.Connection, sql: str, values: Iterable[str]) -> Iterator[tuple]:
+def _rows_where_in(conn: sqlite3.Connection, sql: str, values: Iterable[str | int]) -> Iterator[tuple]:
     """Rows of ``sql`` (whose ``IN ({marks})`` takes the values) for any number of values, in batches."""
     values = list(values)
     for start in range(0, len(values), _IN_BATCH):
@@ -294,6 +294,12 @@ def chunk_keys(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
     Ten times cheaper than :func:`chunk_rows` for the ~200 candidates of a hybrid search.
     """
     return dict(_rows_where_in(conn, "SELECT chunk_id, key FROM chunks WHERE chunk_id IN ({marks})", ids))
+
+
+def chunk_names(conn: sqlite3.Connection, rowids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """``rowid → (chunk_id, document key)`` for rows ranked outside SQL (index/impacts.py)."""
+    sql = "SELECT id, chunk_id, key FROM chunks WHERE id IN ({marks})"
+    return {rowid: (cid, key) for rowid, cid, key in _rows_where_in(conn, sql, rowids)}
 
 
 def chunk_notes(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str | None]:

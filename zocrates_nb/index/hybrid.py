@@ -98,6 +98,10 @@ class HybridIndex(IndexConsistency, IndexSearch):
             self._pool = None
         if self._allowed_ids is not None:
             self._allowed_ids.close()
+        if self._impacts is not None:
+            self._impacts.close()
+        if self._side is not None:
+            self._side.close()
         with self._lock, self._store_lock:
             if self._vectors is not None:
                 self._vectors.close()

@@ -117,7 +117,9 @@ class IndexSearch(IndexCore):
     def _lexical(self, text: str, depth: int, filters: Mapping[str, str]) -> list[tuple[str, str, float]]:
         if filters and not self._allowed.get(filters):
             return []  # nothing passes: no need to rank every match first
-        return self._read(lambda conn: lexical_search(conn, text, depth, filters, self._frequencies))
+        return self._read(
+            lambda conn: lexical_search(conn, text, depth, filters, self._frequencies, self._impacts, self._side)
+        )
 
     def _lexical_pool(self) -> ThreadPoolExecutor:
         with self._lock:
