@@ -259,3 +259,16 @@ def test_a_side_list_from_another_snapshot_is_read_again(db, monkeypatch):
     monkeypatch.setattr(lexical, "_versioned", real)
     plain = _plain(conn, 3)
     assert [r[:2] for r in found] == [r[:2] for r in plain]
+
+
+def test_a_failing_side_connection_is_logged_and_the_list_read_on_the_search_connection(tmp_path, db, caplog):
+    path, conn = db
+    side = SideReader(tmp_path / "no-such.db")  # the read-only open fails on the side thread
+    try:
+        with caplog.at_level("WARNING", logger="zocrates_nb.index.lexical"):
+            found = lexical.lexical_search(conn, QUERY, 3, side=side)
+    finally:
+        side.close()
+    assert "The second read connection failed" in caplog.text
+    plain = _plain(conn, 3)
+    assert [r[:2] for r in found] == [r[:2] for r in plain]
