@@ -37,7 +37,16 @@ from typing import Any
 
 from zocrates_nb.index import fts
 
-__all__ = ["MAX_POSTINGS", "ADMIT_AFTER", "TermImpacts", "index_version", "add_shares", "replace_scores", "best_rows"]
+__all__ = [
+    "MAX_POSTINGS",
+    "ADMIT_AFTER",
+    "TermImpacts",
+    "index_version",
+    "ranked_rows",
+    "add_shares",
+    "replace_scores",
+    "best_rows",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -54,11 +63,9 @@ _VERSION_SQL = (
 )
 
 
-#: One row for the whole word: SQLite steps through its rows without the GIL (a row-by-row fetch
-#: would take the GIL 22,000 times, stalling the search beside it). The shares are kept as float32
-#: (half the memory of float64): a candidate's score then differs from FTS5's by about 1e-7 of it,
-#: which reorders only rows whose scores agree to seven digits.
-_SHARES_SQL = "SELECT group_concat(rowid), group_concat(rank) FROM chunks_fts WHERE chunks_fts MATCH ?"
+#: One row for every match: SQLite steps through the matches without the GIL (a row-by-row fetch
+#: would take the GIL for each of 5,000 to 150,000 rows, stalling the query beside it, and is slower).
+_RANKED_SQL = "SELECT group_concat(rowid), group_concat(rank) FROM chunks_fts WHERE chunks_fts MATCH ?"
 
 
 def index_version(conn: sqlite3.Connection) -> tuple[Any, Any]:
@@ -69,6 +76,27 @@ def index_version(conn: sqlite3.Connection) -> tuple[Any, Any]:
     """
     block, rank = conn.execute(_VERSION_SQL).fetchone()
     return block, rank
+
+
+def ranked_rows(conn: sqlite3.Connection, match: str) -> tuple[Any, Any]:
+    """Every row ``match`` finds and its bm25 (FTS5's rank), sorted by rowid, as numpy arrays."""
+    import numpy as np
+
+    rowids_text, scores_text = conn.execute(_RANKED_SQL, (match,)).fetchone()
+    rowids = np.fromstring(rowids_text or "", dtype=np.int64, sep=",")
+    scores = np.fromstring(scores_text or "", dtype=np.float64, sep=",")
+    order = np.argsort(rowids, kind="stable")
+    return rowids[order], scores[order]
+
+
+def _positions(sorted_rows: Any, wanted: Any) -> tuple[Any, Any]:
+    """Where each of ``wanted`` sits in ``sorted_rows``, and whether it is there at all."""
+    import numpy as np
+
+    at = np.searchsorted(sorted_rows, wanted)
+    inside = at < len(sorted_rows)
+    at[~inside] = 0
+    return at, inside & (sorted_rows[at] == wanted)
 
 
 def add_shares(rowids: Any, scores: Any, shares: Sequence[tuple[Any, Any]]) -> Any:
@@ -83,10 +111,7 @@ def add_shares(rowids: Any, scores: Any, shares: Sequence[tuple[Any, Any]]) -> A
     for word_rows, word_scores in shares:
         if not len(word_rows) or not len(rowids):
             continue
-        at = np.searchsorted(word_rows, rowids)
-        inside = at < len(word_rows)
-        at[~inside] = 0
-        hit = inside & (word_rows[at] == rowids)
+        at, hit = _positions(word_rows, rowids)
         total += np.where(hit, word_scores[at], 0.0)
     return total
 
@@ -97,9 +122,7 @@ def replace_scores(rowids: Any, scores: Any, other_rowids: Any, other_scores: An
 
     total = np.array(scores, dtype=np.float64, copy=True)
     if len(other_rowids) and len(rowids):
-        at = np.searchsorted(rowids, other_rowids)
-        inside = at < len(rowids)
-        found = inside & (rowids[np.where(inside, at, 0)] == other_rowids)
+        at, found = _positions(rowids, other_rowids)
         total[at[found]] = other_scores[found]
     return total
 
@@ -192,15 +215,13 @@ class TermImpacts:
                 if version != self._version or word in self._cache:
                     return False
             match = fts.quote_fts(word)
-            rowids_text, scores_text = conn.execute(_SHARES_SQL, (match,)).fetchone() if match else (None, None)
+            rowids, scores = ranked_rows(conn, match) if match else (np.zeros(0, np.int64), np.zeros(0))
         finally:
             if own:
                 conn.execute("COMMIT")
-        rowids = np.fromstring(rowids_text or "", dtype=np.int64, sep=",")
-        scores = np.fromstring(scores_text or "", dtype=np.float64, sep=",").astype(np.float32)
-        if len(rowids) > 1 and not bool(np.all(rowids[1:] > rowids[:-1])):
-            order = np.argsort(rowids, kind="stable")
-            rowids, scores = rowids[order], scores[order]
+        # float32: half the memory of float64; a candidate's score then differs from FTS5's by about
+        # 1e-7 of it, which reorders only rows whose scores agree to seven digits
+        scores = scores.astype(np.float32)
         if len(rowids) and rowids[-1] < 2**31 and rowids[0] >= -(2**31):
             rowids = rowids.astype(np.int32)  # half the memory; searchsorted still compares exactly
         with self._lock:

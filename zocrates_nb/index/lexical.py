@@ -144,28 +144,10 @@ def lexical_search(
     return [(cid, key, score / scale) for cid, key, score in found] if scale != 1.0 else found
 
 
-_RANKED_SQL = "SELECT group_concat(rowid), group_concat(rank) FROM chunks_fts WHERE chunks_fts MATCH ?"
-
-
-def _ranked(conn: sqlite3.Connection, match: str) -> tuple[Any, Any]:
-    """Every row ``match`` finds and its bm25, sorted by rowid, as numpy arrays.
-
-    One row of two lists: SQLite steps through the matches without the GIL (and faster than a
-    fetch of 5,000 tuples), so the query beside it on the other connection is not held up.
-    """
-    import numpy as np
-
-    rowids_text, scores_text = conn.execute(_RANKED_SQL, (match,)).fetchone()
-    rowids = np.fromstring(rowids_text or "", dtype=np.int64, sep=",")
-    scores = np.fromstring(scores_text or "", dtype=np.float64, sep=",")
-    order = np.argsort(rowids, kind="stable")
-    return rowids[order], scores[order]
-
-
 def _versioned(match: str) -> Callable[[sqlite3.Connection], tuple[Any, tuple[Any, Any]]]:
-    from zocrates_nb.index.impacts import index_version
+    from zocrates_nb.index.impacts import index_version, ranked_rows
 
-    return lambda conn: (index_version(conn), _ranked(conn, match))
+    return lambda conn: (index_version(conn), ranked_rows(conn, match))
 
 
 def _side_result(beside: Future[tuple[Any, tuple[Any, Any]]]) -> tuple[Any, tuple[Any, Any]]:
@@ -199,7 +181,7 @@ def _split_ranking(
     failed, logged) is read again here. None when a write is in progress on ``conn`` (the caller
     runs the FTS5 plan).
     """
-    from zocrates_nb.index.impacts import add_shares, best_rows, index_version, replace_scores
+    from zocrates_nb.index.impacts import add_shares, best_rows, index_version, ranked_rows, replace_scores
 
     if conn.in_transaction:
         return None
@@ -209,13 +191,13 @@ def _split_ranking(
         cached = impacts.cached(version, plan.score_only) if impacts is not None else {}
         uncached = [w for w in plan.score_only if w not in cached]
         select = _any(plan.select)
-        both = f"({select}) AND ({_any(uncached)})"
-        beside = side.submit(_versioned(both)) if uncached and side is not None else None
-        rowids, scores = _ranked(conn, select)
-        if uncached:
-            other_version, other = _side_result(beside) if beside is not None else (version, _ranked(conn, both))
+        both = f"({select}) AND ({_any(uncached)})" if uncached else None
+        beside = side.submit(_versioned(both)) if both and side is not None else None
+        rowids, scores = ranked_rows(conn, select)
+        if both:
+            other_version, other = _side_result(beside) if beside is not None else (version, ranked_rows(conn, both))
             if other_version != version:
-                other = _ranked(conn, both)
+                other = ranked_rows(conn, both)
             scores = replace_scores(rowids, scores, *other)
         scores = add_shares(rowids, scores, [cached[w] for w in plan.score_only if w in cached])
         best = best_rows(rowids, scores, limit)
