@@ -1,14 +1,16 @@
 """The first sync of a 5,183-paper Zotero 9 library, against the peer's figures (issue 13 §2).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_first_sync.py [--papers N] [--keep DIR] [--skip-embed-only]
-        [--zotero-dir DIR] [--peer-cmd 'COMMAND {zotero_dir} {work}']
+        [--zotero-dir DIR] [--peer-cmd 'COMMAND {zotero_dir} {work}'] [--rounds N]
 
 Builds a Zotero 9 ``zotero.sqlite`` holding SciFact's abstracts as journal articles (title, abstract,
 one author, a year; ../shared/data/scifact, evaluation data only; synthetic abstracts without it, said
 in the output), then runs the real command a user runs, ``zocrates-nb sync --zotero-sqlite DB --json``,
 in a fresh data directory as a child process, and reads its wall time, CPU time (user + system) and
 peak RSS from the kernel (``wait4``). Then it embeds exactly the texts that sync embedded, with a warm
-embedder and nothing else, so the pipeline's overhead over the embedder is its own figure.
+embedder and nothing else, so the pipeline's overhead over the embedder is its own figure. The embedder
+alone moves by several per cent between runs on one machine, so ``--rounds N`` runs the pair N times in
+turn, each sync in a fresh data directory, and prints the medians beside each round.
 
 The peer (zotero-mcp 0.15.1, ``update-db --fulltext`` on the same 5,183 papers and the same model) was
 measured at 8 min 22 s wall and 718 s CPU near idle in issue 13, on another machine of this kind. CPUs
@@ -29,9 +31,11 @@ import json
 import os
 import shlex
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -76,15 +80,51 @@ def build_library(path: Path, rows: list[tuple[str, str]]) -> None:
         db.conn.execute("COMMIT")
 
 
+def _tree_rss_mb(root: int) -> float:
+    """The resident memory of ``root`` and all its descendants now (Linux /proc), in MiB."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                    parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        try:
+            with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
+                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 2**20
+
+
 def timed(argv: list[str]) -> tuple[dict, bytes]:
     """Run ``argv`` to its end; wall, CPU (user + system) and peak RSS from the kernel (``wait4``, which
-    on Linux includes the children it waited for), the load average before and after, and its output."""
+    on Linux includes the children it waited for, the largest one's RSS), the peak of the whole process
+    tree's RSS added up (sampled every 0.25 s: a sync's embedding process runs beside it), the load
+    average before and after, and its output."""
     load = os.getloadavg()[0]
+    peak_tree = [0.0]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=err, env=dict(os.environ))
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(0.25):
+                peak_tree[0] = max(peak_tree[0], _tree_rss_mb(proc.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
+        sampling.set()
+        sampler.join()
         out.seek(0), err.seek(0)
         output, errors = out.read(), err.read()
     if os.waitstatus_to_exitcode(status) != 0:
@@ -93,6 +133,7 @@ def timed(argv: list[str]) -> tuple[dict, bytes]:
         "wall_s": round(wall, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
+        "peak_tree_rss_mb": round(peak_tree[0]),
         "load_1min": [round(load, 2), round(os.getloadavg()[0], 2)],
     }
     return figures, output
@@ -145,6 +186,9 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=5183)
     parser.add_argument("--keep", metavar="DIR", help="build in DIR (must not exist) and keep it")
     parser.add_argument("--skip-embed-only", action="store_true", help="time only the sync")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="sync then embedder alone, N times in turn (medians; default 1)"
+    )
     parser.add_argument("--zotero-dir", metavar="DIR", help="use DIR/zotero.sqlite instead of building a library")
     parser.add_argument(
         "--peer-cmd", metavar="COMMAND", help="time the peer's first index build on the same library first"
@@ -166,22 +210,35 @@ def main() -> None:
     if args.peer_cmd:
         peer = timed_peer(args.peer_cmd, zotero_dir, root / "peer")
         print(json.dumps({"peer": peer}), file=sys.stderr, flush=True)
-    data_dir = root / "data"
-    sync = timed_sync(zotero_dir / "zotero.sqlite", data_dir)
-    print(json.dumps({"sync": sync}), file=sys.stderr, flush=True)  # before the long embedder-alone pass
+    rounds = []
+    for number in range(args.rounds):  # sync, then the embedder alone, interleaved: both see the same machine
+        data_dir = root / ("data" if number == 0 else f"data-{number + 1}")
+        sync = timed_sync(zotero_dir / "zotero.sqlite", data_dir)
+        print(json.dumps({"round": number + 1, "sync": sync}), file=sys.stderr, flush=True)
+        entry: dict = {"sync": sync, "data_dir": str(data_dir)}
+        if not args.skip_embed_only:
+            sys.path.insert(0, str(REPO))
+            alone = embed_only(embedded_texts(data_dir))
+            entry["embedder_alone"] = alone
+            entry["pipeline_overhead_pct"] = round(100 * (sync["wall_s"] - alone["seconds"]) / alone["seconds"], 1)
+            entry["pipeline_overhead_cpu_pct"] = round(100 * (sync["cpu_s"] - alone["cpu_s"]) / alone["cpu_s"], 1)
+            print(json.dumps({"round": number + 1, "embedder_alone": alone}), file=sys.stderr, flush=True)
+        rounds.append(entry)
+    wall = statistics.median(r["sync"]["wall_s"] for r in rounds)
+    cpu = statistics.median(r["sync"]["cpu_s"] for r in rounds)
     result = {
         "library": library,
-        "sync": sync,
+        **rounds[0],
         "peer": peer,
-        "ratio_wall_vs_peer": round(sync["wall_s"] / peer["wall_s"], 2),
-        "ratio_cpu_vs_peer": round(sync["cpu_s"] / peer["cpu_s"], 2),
-        "data_dir": str(data_dir),
+        "ratio_wall_vs_peer": round(wall / peer["wall_s"], 2),
+        "ratio_cpu_vs_peer": round(cpu / peer["cpu_s"], 2),
     }
-    if not args.skip_embed_only:
-        sys.path.insert(0, str(REPO))
-        alone = embed_only(embedded_texts(data_dir))
-        result["embedder_alone"] = alone
-        result["pipeline_overhead_pct"] = round(100 * (sync["wall_s"] - alone["seconds"]) / alone["seconds"], 1)
+    if len(rounds) > 1:
+        result["rounds"] = rounds
+        result["median_sync_wall_s"], result["median_sync_cpu_s"] = wall, cpu
+        if not args.skip_embed_only:
+            result["median_overhead_pct"] = statistics.median(r["pipeline_overhead_pct"] for r in rounds)
+            result["median_overhead_cpu_pct"] = statistics.median(r["pipeline_overhead_cpu_pct"] for r in rounds)
     print(json.dumps(result, indent=2))
 
 

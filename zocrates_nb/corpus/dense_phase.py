@@ -16,11 +16,12 @@ from typing import Any
 from ..progress import ProgressReporter
 
 
-def start_feed(indexer: Any) -> Any:
-    """The index's background feed for this sync's batches, or None (an index without one, or a killed
-    fill to resume first: ``fill_vectors`` then does all of it after the lexical phase)."""
+def start_feed(indexer: Any, documents: int) -> Any:
+    """The index's background feed for this sync's ``documents`` (new or changed), or None (an index
+    without one, or a killed fill to resume first: ``fill_vectors`` then does all of it after the
+    lexical phase). A big sync's feed embeds in a child process (index/embed_worker.py)."""
     feed = getattr(indexer, "feed", None)
-    return feed() if callable(feed) else None
+    return feed(documents) if callable(feed) else None
 
 
 def finish_feed(feed: Any, report: Any, progress: bool | None) -> None:

@@ -95,7 +95,7 @@ class SyncRun:
             # the vectors fill in behind the lexical index: each committed batch goes to a background
             # feed (model load, Chroma and embedding on the other core), so lexical search covers a
             # batch at once and the embedder no longer waits for the whole lexical phase
-            feed = start_feed(corpus.indexer) if self.vectors and work else None
+            feed = start_feed(corpus.indexer, len(work)) if self.vectors and work else None
             try:
                 self._lexical_phase(work, removed, feed)
                 if feed is not None:

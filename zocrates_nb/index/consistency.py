@@ -9,6 +9,7 @@ line (missing ids embedded, extra ids deleted) when the dense side is first used
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,13 @@ if TYPE_CHECKING:
     from zocrates_nb.index.dense_feed import DenseFeed
 
 _EMBED_BATCH = 128
+#: A job this big is embedded in a child process (index/embed_worker.py): starting it (Python,
+#: onnxruntime, the model: about a second, beside the sync's own work) costs less than the stalls it
+#: saves, since Chroma holds the GIL about 1.5 ms per stored vector against the model's 50 ms a text.
+WORKER_MIN_TEXTS = 1000
+#: A sync of this many new or changed documents (most make one or two chunks) gets a process for its feed.
+WORKER_MIN_DOCUMENTS = 500
+_log = logging.getLogger(__name__)
 
 
 class IndexConsistency(IndexCore):
@@ -80,13 +88,16 @@ class IndexConsistency(IndexCore):
             raise
 
     # ------------------------------------------------------------------ the sync's feed (index/dense_feed.py)
-    def feed(self) -> DenseFeed | None:
+    def feed(self, documents: int = 0) -> DenseFeed | None:
         """A background fill that a sync hands each committed batch to (``take_staged``), or None when a
-        killed fill must be resumed first (the sync's final ``commit_vectors`` does that)."""
+        killed fill must be resumed first (the sync's final ``commit_vectors`` does that). A sync of
+        ``documents`` >= ``WORKER_MIN_DOCUMENTS`` gets its own embedding process (index/embed_worker.py)."""
         from zocrates_nb.index.dense_feed import DenseFeed
         from zocrates_nb.index.dense_fill import interrupted
 
-        return None if interrupted(self.paths.root) else DenseFeed(self)
+        if interrupted(self.paths.root):
+            return None
+        return DenseFeed(self, worker=documents >= WORKER_MIN_DOCUMENTS)
 
     def take_staged(self) -> set[str]:
         """The ids staged since the last call; the caller has just committed them (one sync batch)."""
@@ -99,10 +110,39 @@ class IndexConsistency(IndexCore):
         with self._queue_lock:
             self._pending.update(ids)
 
-    def embed_committed(self, ids: set[str], stored: Callable[[int], None]) -> None:
-        """Bring the vectors of committed ``ids`` in line (the feed's step): no reconcile, since FTS rows
-        are still being committed beside it, and no progress file of its own (the feed keeps one)."""
-        self._sync_ids(ids, None, reconcile=False, stored=stored)
+    def embed_committed(
+        self, jobs: Iterable[set[str]], stored: Callable[[list[str]], None], embedder: Any = None
+    ) -> None:
+        """The feed's fill: each job is a set of committed ids, taken when the embedder wants more, so it
+        goes on from one job to the next while the last is stored (index/dense_fill.py ``embed_jobs``).
+        Rows are embedded and stored, the vectors of ids without a row deleted; ``stored(ids)`` hears
+        of both. No reconcile (FTS rows are still being committed beside it) and no progress file of
+        its own (the feed keeps one). ``embedder`` is the feed's embedding process, if it has one."""
+        from zocrates_nb.index.embed_worker import WorkerFailed
+
+        def done(ids: list[str]) -> None:
+            self._write(lambda conn: pending.remove(conn, ids))
+            stored(ids)
+
+        def rows_of(ids: set[str]) -> list[fts.ChunkRow]:
+            rows = self._read(lambda conn: fts.chunk_rows(conn, ids))
+            gone = sorted(ids - rows.keys())
+            if gone:
+                self._store().delete_ids(gone)
+                done(gone)
+            return [rows[c] for c in sorted(rows)]
+
+        try:
+            self._fill((rows_of(ids) for ids in jobs), embedder or self.embedder, done)
+        except WorkerFailed:
+            self._worker_failed = True  # this process embeds by itself from now on (the sync's final pass)
+            raise
+
+    def prepare_feed(self) -> None:
+        """Open the vector store (``import chromadb``: seconds) before the feed's first write needs it."""
+        opener = getattr(self._store(), "open", None)
+        if callable(opener):
+            opener()
 
     def finish_feed(self) -> None:
         """After the feed's last batch: the id-set reconcile a first ``commit_vectors`` would have run."""
@@ -116,56 +156,74 @@ class IndexConsistency(IndexCore):
 
         return interrupted(self.paths.root)
 
-    def _sync_ids(
-        self,
-        ids: Iterable[str],
-        progress: Callable[[int, int], None] | None = None,
-        *,
-        reconcile: bool = True,
-        stored: Callable[[int], None] | None = None,
-    ) -> dict[str, int]:
-        """Embed and upsert the committed rows of ``ids``, delete the vectors of the others.
-
-        ``reconcile=False`` and ``stored`` are the feed's (index/dense_feed.py): it reconciles once at
-        its end and keeps the progress file itself, so this call then leaves that file alone.
-        """
+    def _sync_ids(self, ids: Iterable[str], progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Embed and upsert the committed rows of ``ids``, delete the vectors of the others."""
         ids = set(ids)
         rows = self._read(lambda conn: fts.chunk_rows(conn, ids))
         gone = sorted(ids - rows.keys())
-        store = self._store()
-        if reconcile and not self._reconciled:
+        if not self._reconciled:
             # the chunks being synced now are not "missing": a first sync of a big library
             # must embed them here, not trip the auto-repair limit meant for lost vectors
             self.reconcile(limit=self.auto_repair_limit, skip=ids)
         if gone:
-            store.delete_ids(gone)
-            if stored is not None:  # done too: the feed's count then reaches what it was fed
-                stored(len(gone))
+            self._store().delete_ids(gone)
         todo = [rows[c] for c in sorted(rows)]
         if todo:
-            from zocrates_nb.index.dense_fill import embed_rows
-
-            def dequeue(done: list[str]) -> None:
-                # each stored batch leaves the durable queue at once: a kill mid-fill then re-embeds
-                # only what was not stored yet, never the whole queue
-                self._write(lambda conn: pending.remove(conn, done))
-                if stored is not None:
-                    stored(len(done))
-
-            # identical texts once, sorted by length across the job, progress file (index/dense_fill.py)
-            embed_rows(
-                todo,
-                lambda r: embedding_text(r.title, r.text, r.context),
-                self.embedder,
-                store,
-                _metadata,
-                root=self.paths.root if stored is None else None,
-                batch=_EMBED_BATCH,
-                progress=progress,
-                stored=dequeue,
-            )
+            self._embed_todo(todo, progress)
         self._write(lambda conn: pending.remove(conn, ids))
         return {"upserted": len(todo), "deleted": len(gone)}
+
+    def _embed_todo(self, todo: list[fts.ChunkRow], progress: Callable[[int, int], None] | None) -> None:
+        """Embed and store ``todo``: a big job in an embedding process of its own (index/embed_worker.py),
+        a small one, or what a failed process left, in this one."""
+        from zocrates_nb.index.embed_worker import WorkerFailed
+
+        stored: set[str] = set()
+
+        def done(ids: list[str]) -> None:
+            # each stored batch leaves the durable queue at once: a kill mid-fill then re-embeds
+            # only what was not stored yet, never the whole queue
+            self._write(lambda conn: pending.remove(conn, ids))
+            stored.update(ids)
+
+        worker = self.worker_embedder() if len(todo) >= WORKER_MIN_TEXTS else None
+        try:
+            self._fill([todo], worker or self.embedder, done, total=len(todo), progress=progress)
+        except WorkerFailed as exc:
+            self._worker_failed = True  # this process embeds by itself from now on
+            left = [r for r in todo if r.chunk_id not in stored]
+            _log.warning("%s Embedding the %d chunks left in this process.", exc.message, len(left))
+            self._fill([left], self.embedder, done, total=len(left), progress=progress)
+        finally:
+            if worker is not None:
+                worker.close()
+
+    def _fill(
+        self,
+        jobs: Iterable[Sequence[fts.ChunkRow]],
+        model: Any,
+        done: Callable[[list[str]], None],
+        *,
+        total: int = 0,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        """The one fill loop (index/dense_fill.py): identical texts once, sorted by length when the model
+        pads, the progress file when the total is known. The store opens at its first write, so the
+        model starts on the first part while Chroma loads."""
+        from zocrates_nb.index.dense_fill import embed_jobs
+
+        embed_jobs(
+            jobs,
+            lambda r: embedding_text(r.title, r.text, r.context),
+            model,
+            _OpenOnWrite(self._store),
+            _metadata,
+            total=total,
+            root=self.paths.root if total else None,
+            batch=_EMBED_BATCH,
+            progress=progress,
+            stored=done,
+        )
 
     # ------------------------------------------------------------------ consistency
     def reconcile(
@@ -269,6 +327,16 @@ class IndexConsistency(IndexCore):
         self._write(write)
         if vectors:
             self._sync_ids(touched, progress)
+
+
+class _OpenOnWrite:
+    """The vector store, opened by the first ``upsert`` (on the fill's writer thread, index/dense_fill.py)."""
+
+    def __init__(self, open_store: Callable[[], Any]) -> None:
+        self._open = open_store
+
+    def upsert(self, *args: Any, **kwargs: Any) -> None:
+        self._open().upsert(*args, **kwargs)
 
 
 def _count_tokens() -> Callable[[str], int] | None:

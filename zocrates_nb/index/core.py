@@ -8,6 +8,7 @@ the lazily loaded embedder and the lazily opened vector store.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -25,6 +26,7 @@ from zocrates_nb.paths import DataPaths
 from zocrates_nb.protocols import Embedder
 from zocrates_nb.sqlite_tx import enable_wal
 
+_log = logging.getLogger(__name__)
 REBUILD_HINT = (
     "Run `zocrates-nb index rebuild` (or `wb.index.rebuild(wb.corpus)` in a notebook); "
     "it re-creates the index from the corpus folder alone, no Zotero access needed."
@@ -147,6 +149,7 @@ class IndexCore:
         self._open_vectors = open_vectors or self._default_vectors
         self.one_shot = one_shot
         self._reconciled = False
+        self._worker_failed = False  # an embedding process failed here: embed in this process from now on
         self._pending: set[str] = set()  # chunk ids touched since the last commit_vectors
         # the queue's own lock: a sync stages rows inside its write transaction while the dense feed's
         # thread may hold ``_lock`` waiting for that transaction to end (index/dense_feed.py)
@@ -209,6 +212,25 @@ class IndexCore:
         if self._embedder is None:
             self._embedder = (self._make_embedder or load_default_embedder)()
         return self._embedder
+
+    def worker_embedder(self) -> Any | None:
+        """An embedding process for a big job (index/embed_worker.py), or None to embed in this one: the
+        wiring gave its own embedder, one failed in this process already, or it could not start."""
+        if self._worker_failed:
+            return None
+        try:
+            if self._embedder is None:
+                if self._make_embedder not in (None, load_default_embedder):
+                    return None
+                from zocrates_nb.index.embed_worker import EmbedWorker
+
+                return EmbedWorker()
+            spawn = getattr(self._embedder, "worker", None)
+            return spawn() if callable(spawn) else None
+        except ZocratesError as exc:
+            self._worker_failed = True
+            _log.warning("%s Embedding in this process instead.", exc.message)
+            return None
 
     def _store(self) -> Any:
         """The vector store, opened on first use (without reconciling)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from zocrates_nb.index.dense_fill import clear_progress, progress_line, write_progress
@@ -38,13 +39,17 @@ SLICE = 1024
 class DenseFeed:
     """One background fill of the vectors for the ids a sync commits (``committed``), ended by ``close``."""
 
-    def __init__(self, index: Any) -> None:
+    def __init__(self, index: Any, *, worker: bool = False) -> None:
         self._index = index
+        self._use_worker = worker  # a big sync: embed in a child process (index/embed_worker.py)
         self._queue: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
         self._counts = threading.Lock()
         self.done = 0
         self.total = 0
         self.error: BaseException | None = None
+        self._taken: set[str] = set()  # ids handed to the fill, and of those the ids it finished
+        self._done_ids: set[str] = set()
+        self._ended = False  # the end of the feed (None) was taken from the queue
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="zocrates-dense-feed", daemon=True)
         self._thread.start()
@@ -94,39 +99,67 @@ class DenseFeed:
             self._queue.put(None)
             self._thread.join()
 
-    def _stored(self, count: int) -> None:
+    def _stored(self, ids: list[str]) -> None:
         with self._counts:
-            self.done += count
+            self.done += len(ids)
+            self._done_ids.update(ids)
             write_progress(self._index.paths.root, self.done, self.total)
 
     def _run(self) -> None:
-        waiting: list[str] = []  # fed, not embedded yet
-        ended = False
-        while waiting or not ended:
-            if not waiting:
+        # the embedding process loads its model while the sync converts its first batch
+        worker = self._index.worker_embedder() if self._use_worker else None
+        try:
+            self._index.embed_committed(self._jobs(), self._stored, worker)
+        except BaseException as exc:  # noqa: BLE001 - returned by close(); the sync's commit_vectors retries
+            self.error = exc
+            with self._counts:
+                self._index.requeue(self._taken - self._done_ids)
+            while not self._ended:  # what the sync goes on feeding goes back to the index's queue too
                 item = self._queue.get()
-                ended = item is None
-                waiting.extend(item or ())
-            while not ended:  # all that is queued now
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                ended = item is None
-                waiting.extend(item or ())
-            if self._stop.is_set() or self.error is not None:
-                self._index.requeue(waiting)
-                waiting = []
-                continue
-            # a slice at a time, so a stop waits for one slice at most
-            job, waiting = waiting[:SLICE], waiting[SLICE:]
-            try:
-                self._index.embed_committed(set(job), self._stored)
-            except BaseException as exc:  # noqa: BLE001 - returned by close(); the sync's commit_vectors retries
-                self.error = exc
-                self._index.requeue(job)
+                self._ended = item is None
+                self._index.requeue(item or ())
+        finally:
+            if worker is not None:
+                worker.close()
         if self.error is None and not self._stop.is_set():
             try:
                 self._index.finish_feed()
             except BaseException as exc:  # noqa: BLE001 - returned by close() and reported by the sync
                 self.error = exc
+
+    def _open_store(self) -> None:
+        try:
+            self._index.prepare_feed()
+        except Exception:  # noqa: BLE001 - the first write opens it again and that failure is reported
+            return
+
+    def _jobs(self) -> Iterator[set[str]]:
+        """What was fed, a slice at a time, as the fill wants more; until the end, or a stop (what is
+        not taken yet goes back to the index's queue)."""
+        waiting: list[str] = []  # fed, not taken yet
+        opening: threading.Thread | None = None
+        while waiting or not self._ended:
+            if not waiting:
+                item = self._queue.get()
+                self._ended = item is None
+                waiting.extend(item or ())
+            while not self._ended:  # all that is queued now
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                self._ended = item is None
+                waiting.extend(item or ())
+            if self._stop.is_set():
+                self._index.requeue(waiting)
+                return
+            # a slice at a time, so a stop waits for one slice at most
+            job, waiting = waiting[:SLICE], waiting[SLICE:]
+            with self._counts:
+                self._taken.update(job)
+            yield set(job)
+            if opening is None:
+                # Chroma opens (``import chromadb``: seconds of Python) on a thread of its own once the
+                # first parts are with the embedder, so it holds up neither them nor the first write
+                opening = threading.Thread(target=self._open_store, name="zocrates-open-vectors", daemon=True)
+                opening.start()

@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "PROGRESS_NAME",
     "clear_progress",
+    "embed_jobs",
     "embed_rows",
     "interrupted",
     "mark_pending",
@@ -140,27 +143,69 @@ def embed_rows(
     """Embed ``rows`` (``.chunk_id``) and upsert them; returns how many texts were embedded.
 
     ``stored(ids)`` is called after each batch is upserted (the caller clears its durable queue)."""
-    by_text: dict[str, list[Any]] = {}
-    for row in rows:
-        by_text.setdefault(text_of(row), []).append(row)
-    texts = _by_length(list(by_text), embedder)
-    writes = _Writes(by_text, store, metadata_of, len(rows), root, progress, stored)
-    # the next part is embedded while the last one is stored: the store's writes (Chroma's HNSW
-    # inserts, the durable queue) no longer leave the embedder's cores idle. One write at a time,
-    # in order, so the progress file and the durable queue only ever count stored vectors.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zocrates-store") as writer:
+    return embed_jobs(
+        [rows],
+        text_of,
+        embedder,
+        store,
+        metadata_of,
+        total=len(rows),
+        root=root,
+        batch=batch,
+        progress=progress,
+        stored=stored,
+    )
+
+
+def embed_jobs(
+    jobs: Iterable[Sequence[Any]],
+    text_of: Callable[[Any], str],
+    embedder: Any,
+    store: Any,
+    metadata_of: Callable[[Any], dict],
+    *,
+    total: int = 0,
+    root: Path | None = None,
+    batch: int = 128,
+    progress: Callable[[int, int], None] | None = None,
+    stored: Callable[[list[str]], None] | None = None,
+) -> int:
+    """``embed_rows`` over a stream of jobs (lists of rows), taken one at a time as the embedder needs
+    more: a sync's feed (index/dense_feed.py) hands over each slice of committed chunks this way, so
+    the embedder goes on from one slice to the next while the last one is stored. Identical texts
+    are embedded once within a job. ``total`` (when known) is what the progress figures count to."""
+    writes = _Writes(store, metadata_of, total, root, progress, stored)
+    rows_of_parts: deque[list[list[Any]]] = deque()  # parts taken by the embedder, not stored yet
+
+    def parts() -> Iterator[list[str]]:
+        for rows in jobs:
+            by_text: dict[str, list[Any]] = {}
+            for row in rows:
+                by_text.setdefault(text_of(row), []).append(row)
+            texts = _by_length(list(by_text), embedder)
+            for start in range(0, len(texts), batch):
+                part = texts[start : start + batch]
+                rows_of_parts.append([by_text[text] for text in part])
+                writes.texts += len(part)
+                yield part
+
+    # the next parts are embedded while one is stored: the store's writes (Chroma's HNSW inserts,
+    # the durable queue) no longer leave the embedder's cores idle. One write at a time, in order,
+    # so the progress file and the durable queue only ever count stored vectors.
+    stream = getattr(embedder, "embed_stream", None)
+    embedded = stream(parts()) if callable(stream) else (embedder.embed(part) for part in parts())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zocrates-store") as writer, closing(embedded):
         writing: Future[None] | None = None
-        for start in range(0, len(texts), batch):
-            part = texts[start : start + batch]
-            vectors = embedder.embed(part)
+        for vectors in embedded:
+            rows = rows_of_parts.popleft()
             if writing is not None:
                 writing.result()
-            writing = writer.submit(writes.store_part, part, vectors)
+            writing = writer.submit(writes.store_part, rows, vectors)
         if writing is not None:
             writing.result()
     if root is not None:
         clear_progress(root)
-    return len(texts)
+    return writes.texts
 
 
 class _Writes:
@@ -169,7 +214,6 @@ class _Writes:
 
     def __init__(
         self,
-        by_text: dict[str, list[Any]],
         store: Any,
         metadata_of: Callable[[Any], dict],
         total: int,
@@ -177,16 +221,16 @@ class _Writes:
         progress: Callable[[int, int], None] | None,
         stored: Callable[[list[str]], None] | None,
     ) -> None:
-        self.by_text, self.vector_store, self.metadata_of = by_text, store, metadata_of
-        self.total, self.done = total, 0
+        self.vector_store, self.metadata_of = store, metadata_of
+        self.total, self.done, self.texts = total, 0, 0
         self.root, self.progress, self.stored = root, progress, stored
         if root is not None and total:
             write_progress(root, 0, total)
 
-    def store_part(self, part: list[str], vectors: Any) -> None:
+    def store_part(self, rows_of_texts: list[list[Any]], vectors: Any) -> None:
         ids, vecs, metas = [], [], []
-        for text, vector in zip(part, vectors, strict=False):
-            for row in self.by_text[text]:
+        for rows, vector in zip(rows_of_texts, vectors, strict=True):
+            for row in rows:
                 ids.append(row.chunk_id)
                 vecs.append(vector)
                 metas.append(self.metadata_of(row))

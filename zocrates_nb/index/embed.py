@@ -18,8 +18,7 @@ import argparse
 import os
 import sys
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from zocrates_nb.index.embed_build import (
 from zocrates_nb.index.embed_build import (
     _is_built as _is_built,  # doctor.py checks a build without loading it
 )
+from zocrates_nb.index.embed_stream import Part, PartPool, stream
 
 __all__ = [
     "MODEL_ID",
@@ -115,7 +115,7 @@ class MiniLMEmbedder:
         self.threads = threads or _cpu_count()
         self._graph = self.model_dir / GRAPH_FILES[precision]
         self._sessions: list = []
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: PartPool | None = None
         self._grow = threading.Lock()
         self._sessions.append(self._new_session(1 if precision == "int8" else self.threads))
         tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
@@ -173,34 +173,57 @@ class MiniLMEmbedder:
         return out
 
     def _embed_each(self, token_ids: list[list[int]], out: np.ndarray) -> None:
-        """Each text alone, the longest first, spread over one session per core (onnxruntime
-        releases the GIL while it runs, so the threads use the cores)."""
-
-        def run(session: Any, rows: list[int]) -> None:
-            for i in rows:
-                ids = np.asarray([token_ids[i]], dtype=np.int64)
-                (vector,) = session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": np.ones_like(ids)})
-                out[i] = vector[0]
-
-        order = sorted(range(len(token_ids)), key=lambda i: -len(token_ids[i]))
-        sessions = self._workers() if len(order) >= 4 and self.threads > 1 else self._sessions[:1]
-        if len(sessions) == 1:
-            run(sessions[0], order)
+        """Each text alone: a few on this thread, more spread over one session per core (onnxruntime
+        releases the GIL while it runs, so the sessions' threads use the cores)."""
+        if len(token_ids) < 4 or self.threads == 1:
+            for row, ids in enumerate(token_ids):
+                out[row] = self._run_one(self._sessions[0], ids)
             return
-        assert self._pool is not None
-        shares = [order[w :: len(sessions)] for w in range(len(sessions))]
-        for future in [self._pool.submit(run, s, rows) for s, rows in zip(sessions, shares, strict=True)]:
-            future.result()
+        out[:] = self._parts().submit(token_ids).result()
 
-    def _workers(self) -> list:
-        """One single-threaded session per core, made on the first call that has several texts (a
-        search embeds one query and never pays for the others)."""
+    def embed_stream(self, parts: Iterable[Sequence[str]], *, ahead: int = 2) -> Iterator[np.ndarray]:
+        """Each part's vectors in order, the same as ``embed(part)`` gives, with no pause between parts:
+        the sessions go on with the next parts while the caller stores one (index/embed_stream.py)."""
+        return stream(parts, self.submit, ahead=ahead)
+
+    def submit(self, texts: Sequence[str]) -> Part:
+        """Start embedding ``texts`` and return at once; ``.result()`` waits for their vectors. The int8
+        sessions take them after what was submitted before; float32 embeds them here and now."""
+        if self.precision != "int8" or self.threads == 1:
+            return Part.finished(self.embed(texts))
+        return self._parts().submit(self.tokenize(texts))
+
+    def worker(self) -> Any | None:
+        """This embedder in a child process, for big jobs (index/embed_worker.py), or None for float32
+        (its batches are not run text by text, so the process would give other vectors)."""
+        if self.precision != "int8":
+            return None
+        from zocrates_nb.index.embed_worker import EmbedWorker
+
+        return EmbedWorker(self.model_dir, threads=self.threads)
+
+    @staticmethod
+    def _run_one(session: Any, ids: list[int]) -> np.ndarray:
+        batch = np.asarray([ids], dtype=np.int64)
+        (vector,) = session.run(["sentence_embedding"], {"input_ids": batch, "attention_mask": np.ones_like(batch)})
+        return vector[0]
+
+    def _parts(self) -> PartPool:
+        """One single-threaded session per core draining one queue of texts, made on the first call
+        with several texts (a search embeds one query and never pays for the others)."""
         with self._grow:
             while len(self._sessions) < self.threads:
                 self._sessions.append(self._new_session(1))
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="zocrates-embed")
-        return self._sessions
+                self._pool = PartPool(self._sessions, self._run_one, self.dim)
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the sessions' threads (they wait for work until then; a daemon thread never blocks exit)."""
+        with self._grow:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     @property
     def pads(self) -> bool:

@@ -255,6 +255,14 @@ class VectorStore(VectorReads):
         return str(self.path) if self.mode == "persistent" else f"http://{self.host}:{self.port}"
 
     # ------------------------------------------------------------------ opening
+    def open(self) -> None:
+        """Open (or create) the collection now instead of at the first call: ``import chromadb`` and
+        the client take seconds, which a sync spends while its first vectors are embedded."""
+        with self._exclusive():
+            if self._handle.collection is None:
+                self._open_locked(create=True)
+            self._check_model()
+
     def _new_client(self) -> Any:
         import chromadb
         from chromadb.config import Settings
