@@ -1,7 +1,7 @@
 """The first sync of a 5,183-paper Zotero 9 library, against the peer's figures (issue 13 §2).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_first_sync.py [--papers N] [--keep DIR] [--skip-embed-only]
-        [--zotero-dir DIR] [--peer-cmd 'COMMAND {zotero_dir} {work}'] [--rounds N]
+        [--zotero-dir DIR] [--peer-cmd 'COMMAND {zotero_dir} {work}'] [--rounds N] [--in-process-too]
 
 Builds a Zotero 9 ``zotero.sqlite`` holding SciFact's abstracts as journal articles (title, abstract,
 one author, a year; ../shared/data/scifact, evaluation data only; synthetic abstracts without it, said
@@ -11,6 +11,8 @@ peak RSS from the kernel (``wait4``). Then it embeds exactly the texts that sync
 embedder and nothing else, so the pipeline's overhead over the embedder is its own figure. The embedder
 alone moves by several per cent between runs on one machine, so ``--rounds N`` runs the pair N times in
 turn, each sync in a fresh data directory, and prints the medians beside each round.
+``--in-process-too`` adds, to each round, the same sync with its embedding process turned off (the
+sync embeds in its own process, as it does below 500 documents): what index/embed_worker.py is worth.
 
 The peer (zotero-mcp 0.15.1, ``update-db --fulltext`` on the same 5,183 papers and the same model) was
 measured at 8 min 22 s wall and 718 s CPU near idle in issue 13, on another machine of this kind. CPUs
@@ -139,9 +141,18 @@ def timed(argv: list[str]) -> tuple[dict, bytes]:
     return figures, output
 
 
-def timed_sync(db: Path, data_dir: Path) -> dict:
-    cli = Path(sys.executable).with_name("zocrates-nb")
-    figures, out = timed([str(cli), "--data-dir", str(data_dir), "sync", "--zotero-sqlite", str(db), "--json"])
+#: ``zocrates-nb`` with the embedding process turned off (``--in-process-too``): the same sync, embedding in
+#: its own process, to measure what the child process (index/embed_worker.py) is worth
+IN_PROCESS = (
+    "import sys; from zocrates_nb.index import consistency; "
+    "consistency.WORKER_MIN_DOCUMENTS = consistency.WORKER_MIN_TEXTS = 10**12; "
+    "from zocrates_nb.cli import main; raise SystemExit(main(sys.argv[1:]))"
+)
+
+
+def timed_sync(db: Path, data_dir: Path, *, in_process: bool = False) -> dict:
+    cli = [sys.executable, "-c", IN_PROCESS] if in_process else [str(Path(sys.executable).with_name("zocrates-nb"))]
+    figures, out = timed([*cli, "--data-dir", str(data_dir), "sync", "--zotero-sqlite", str(db), "--json"])
     return {**figures, "counts": json.loads(out).get("counts")}
 
 
@@ -189,6 +200,11 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=1, help="sync then embedder alone, N times in turn (medians; default 1)"
     )
+    parser.add_argument(
+        "--in-process-too",
+        action="store_true",
+        help="in each round, also time the sync with its embedding process turned off (embedding in the sync's own)",
+    )
     parser.add_argument("--zotero-dir", metavar="DIR", help="use DIR/zotero.sqlite instead of building a library")
     parser.add_argument(
         "--peer-cmd", metavar="COMMAND", help="time the peer's first index build on the same library first"
@@ -216,6 +232,15 @@ def main() -> None:
         sync = timed_sync(zotero_dir / "zotero.sqlite", data_dir)
         print(json.dumps({"round": number + 1, "sync": sync}), file=sys.stderr, flush=True)
         entry: dict = {"sync": sync, "data_dir": str(data_dir)}
+        if args.in_process_too:
+            entry["sync_in_process"] = timed_sync(
+                zotero_dir / "zotero.sqlite", root / f"data-in-process-{number + 1}", in_process=True
+            )
+            print(
+                json.dumps({"round": number + 1, "sync_in_process": entry["sync_in_process"]}),
+                file=sys.stderr,
+                flush=True,
+            )
         if not args.skip_embed_only:
             sys.path.insert(0, str(REPO))
             alone = embed_only(embedded_texts(data_dir))
@@ -233,6 +258,9 @@ def main() -> None:
         "ratio_wall_vs_peer": round(wall / peer["wall_s"], 2),
         "ratio_cpu_vs_peer": round(cpu / peer["cpu_s"], 2),
     }
+    if args.in_process_too:
+        result["median_sync_in_process_wall_s"] = statistics.median(r["sync_in_process"]["wall_s"] for r in rounds)
+        result["median_sync_in_process_cpu_s"] = statistics.median(r["sync_in_process"]["cpu_s"] for r in rounds)
     if len(rounds) > 1:
         result["rounds"] = rounds
         result["median_sync_wall_s"], result["median_sync_cpu_s"] = wall, cpu

@@ -39,10 +39,13 @@ def test_every_session_works_and_a_part_waits_for_its_slowest_text():
         return _vector(ids)
 
     pool = _pool(run, sessions=3)
+    assert not pool.threads, "the threads start on the first submit"
     assert len(pool.submit([[i] for i in range(30)]).result()) == 30
     assert seen == {"session-0", "session-1", "session-2"}
+    threads = pool.threads
+    assert len(threads) == 3
     pool.close()
-    assert not [t for t in threading.enumerate() if t.name.startswith("zocrates-embed-")]
+    assert not pool.threads and not [t for t in threads if t.is_alive()]
 
 
 def test_the_next_part_is_embedded_while_the_caller_holds_the_last_one():
@@ -134,3 +137,20 @@ def test_float32_streams_its_batches():
     streamed = np.vstack(list(reference.embed_stream([TEXTS[:2], TEXTS[2:]])))
     assert np.max(np.abs(streamed - reference.embed(TEXTS))) < 1e-5
     assert reference.worker() is None  # batches: a process would not give the same vectors
+
+
+def test_a_dropped_embedder_s_threads_end_with_it():
+    """A notebook that re-runs ``open_workbench()`` drops embedders unclosed: their sessions must go too."""
+    import gc
+
+    from zocrates_nb.index.embed import MiniLMEmbedder
+
+    model = MiniLMEmbedder(threads=2)
+    model.embed(TEXTS)  # starts the pool
+    threads = model._parts().threads
+    assert len(threads) == 2 and all(t.is_alive() for t in threads)
+    del model
+    gc.collect()
+    for thread in threads:
+        thread.join(10)
+    assert not [t for t in threads if t.is_alive()]

@@ -3,9 +3,16 @@
 Why: a first sync used to run its lexical phase (conversion, chunking, FTS writes: one core) to
 the end before the dense phase (model load, ``import chromadb``, then embedding on both cores)
 began, so every second of the lexical phase was a second the embedder waited. Now the sync hands
-the chunk ids of each committed batch to this feed, whose thread opens the model and the vector
-store when the first batch arrives and embeds batch after batch (all that is queued at a time) while the next ones
-are converted. Lexical search still covers a batch the moment it commits; the vectors follow.
+the chunk ids of each committed batch to this feed, whose thread embeds batch after batch while the
+next ones are converted. Lexical search still covers a batch the moment it commits; the vectors follow.
+
+- The feed hands its slices to the fill as one stream (``_jobs``; index/dense_fill.py ``embed_jobs``):
+  the embedder goes on from one slice to the next while the last is stored, so neither a slice's
+  end nor a slow write (the first one opens Chroma) leaves it idle.
+- A big sync (``WORKER_MIN_DOCUMENTS``, index/consistency.py) embeds in a child process started
+  with the feed, so the model loads while the first batch is converted, and Chroma's upserts, which
+  hold this process's GIL, no longer stall the embedding (index/embed_worker.py says why).
+- Chroma opens on a thread of its own once the first parts are with the embedder.
 
 What stays as it was (index/dense_fill.py, index/consistency.py):
 

@@ -18,6 +18,7 @@ import argparse
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,9 @@ class MiniLMEmbedder:
                 self._sessions.append(self._new_session(1))
             if self._pool is None:
                 self._pool = PartPool(self._sessions, self._run_one, self.dim)
+                # the pool's threads hold its sessions (tens of MB) but not this embedder: once it is
+                # dropped unclosed (a notebook re-running open_workbench()), they end with it
+                weakref.finalize(self, self._pool.close, wait=False)
         return self._pool
 
     def close(self) -> None:

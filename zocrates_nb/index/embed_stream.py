@@ -125,14 +125,21 @@ class PartPool:
             self._tasks.put((part, row, token_ids[row]))
         return part
 
-    def close(self) -> None:
-        """Stop the threads once the queued texts are done (or skipped)."""
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the threads once the queued texts are done (or skipped); ``wait=False`` returns at once
+        (a garbage collector's finalizer must not block on them)."""
         with self._lock:
             threads, self._threads = self._threads, []
         for _ in threads:
             self._tasks.put(None)
-        for thread in threads:
+        for thread in threads if wait else ():
             thread.join()
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        """The sessions' threads now running (none before the first ``submit`` or after ``close``)."""
+        with self._lock:
+            return list(self._threads)
 
     def _start(self) -> None:
         with self._lock:

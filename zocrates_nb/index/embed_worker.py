@@ -1,12 +1,12 @@
-"""The embedder in a child process, for big jobs: Chroma's inserts can no longer stall the model.
+"""The embedder in a child process, for big jobs: the sync's own Python work no longer stalls the model.
 
-Why: chromadb's Rust bindings hold the GIL for the whole of an upsert (about 1.5 ms a vector with
-our metadata, 17 s for a 5,183-paper first sync; measured by a thread that sleeps 1 ms beside
-upserts of 128 vectors: it woke after 80 ms at the median). In one process, each upsert
-therefore stops both embedding threads at their next text, however many cores are free: the
-trace of such a sync showed the two sessions idle 42 s each between runs, and the sync 12 % slower
-than the embedder alone. A child process has its own GIL, so the vector store's writes (and the
-sync's conversion) only share the cores with it.
+Why: in one process, the embedding threads need the GIL for a moment before and after every text,
+and a big sync keeps it busy: the conversion and FTS writes on the main thread, and chromadb's
+upserts, whose Rust bindings hold it for the whole call (a thread sleeping 1 ms beside upserts of
+128 vectors woke up to 200 ms late). Measured on 5,183 papers, 2 cores, runs interleaved: 284–289 s
+and 556–567 s of CPU with this child process, 320–333 s and 612–634 s in one process
+(``benchmarks/bench_first_sync.py --in-process-too``). A child process has its own GIL, so the sync's
+work only shares the cores with it.
 
 The child runs ``MiniLMEmbedder`` (index/embed.py) exactly as the parent would, each text alone on
 one single-threaded session per core, so its vectors are bit for bit the ones the parent would
@@ -16,8 +16,8 @@ they were sent; up to ``ahead`` parts are in flight (index/embed_stream.py), so 
 idle while the parent stores. The child ignores Ctrl-C (the parent decides) and ends when its stdin
 closes, which also happens when the parent is killed.
 
-Command line (what the parent starts): ``python -m zocrates_nb.index.embed_worker [--model-dir DIR]
-[--threads N]``.
+Command line (what the parent starts, by way of ``-P -c``): ``python -m zocrates_nb.index.embed_worker
+[--model-dir DIR] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,14 @@ from zocrates_nb.index.embed_stream import stream
 __all__ = ["EmbedWorker", "WorkerFailed", "serve"]
 
 _HEADER = struct.Struct("<cI")  # kind, payload length
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds zocrates_nb/
+#: What the child runs: ``-P`` keeps the working directory off its path (a folder named like one of
+#: our imports there must not shadow it), and this package's folder is appended in case the parent
+#: imported it from a path the child would not search; an installed one is found first either way.
+_CHILD = (
+    "import sys; sys.path.append(sys.argv.pop(1)); "
+    "from zocrates_nb.index.embed_worker import main; raise SystemExit(main())"
+)
 _ROWS = struct.Struct("<I")
 _RETRY_HINT = (
     "The sync's final pass embeds what is left in this process; if this keeps happening, "
@@ -109,7 +117,7 @@ class EmbedWorker:
     pads = False  # each text alone: nothing to sort for (index/dense_fill.py)
 
     def __init__(self, model_dir: Path | None = None, *, threads: int | None = None) -> None:
-        argv = [sys.executable, "-m", "zocrates_nb.index.embed_worker"]
+        argv = [sys.executable, "-P", "-c", _CHILD, str(_PACKAGE_ROOT)]
         argv += ["--model-dir", str(model_dir)] if model_dir is not None else []
         argv += ["--threads", str(threads)] if threads else []
         try:
@@ -125,7 +133,6 @@ class EmbedWorker:
         self._drainer.start()
         self._send_lock, self._read_lock = threading.Lock(), threading.Lock()
         self._sent = self._received = 0
-        self._ready = False
         self._kept: dict[int, np.ndarray] = {}
         self._dropped: set[int] = set()
         self._failure: WorkerFailed | IndexCorruptError | None = None
@@ -165,12 +172,15 @@ class EmbedWorker:
         return _Reply(self, seq)
 
     def close(self, timeout: float = 10.0) -> None:
-        """End the child: it finishes what it was sent, then exits; killed if it does not within ``timeout``."""
+        """End the child. Once every answer is read it exits at the end of its stdin; with answers still
+        owed (a stopped sync) it is killed at once: it holds nothing worth finishing."""
         with self._send_lock:
             try:
                 self._stdin.close()
             except OSError:
                 pass  # the child is gone already: nothing to end
+        if self._sent != self._received and self._proc.poll() is None:
+            self._proc.kill()
         try:
             self._proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -199,7 +209,7 @@ class EmbedWorker:
             raise self._failed("it ended before it answered")
         kind, payload = frame
         if kind == b"R":
-            self._ready = True
+            pass  # the model is loaded: the answers follow
         elif kind == b"V":
             (rows,) = _ROWS.unpack_from(payload)
             vectors = np.frombuffer(payload, dtype=np.float32, offset=_ROWS.size).reshape(rows, self.dim).copy()
