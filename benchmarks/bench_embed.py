@@ -8,7 +8,7 @@ without that file, synthetic chunks are used (said in the output). The int8 and 
 come from the same run and texts, with their ratio and the mean cosine between their vectors.
 ``per_core`` compares the two graphs' kernels on their own: each text alone on one single-threaded
 session (no padding for either), rounds interleaved, best round kept. On AVX2 without VNNI they
-run at the same speed (13.5 against 13.4 texts/s on Zen 3), on AVX-512 VNNI int8 is far ahead: the
+run at the same speed (13.0 against 13.3 texts/s on Zen 3), on AVX-512 VNNI int8 is far ahead: the
 figure that says whether a CPU can make a first sync faster than its float32 arithmetic allows.
 Prints one JSON object.
 """

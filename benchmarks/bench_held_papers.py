@@ -21,41 +21,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-class _ManifestsOnly:
-    """The tools as a data directory without the table shows them: a corpus with keys and manifests only."""
-
-    def __init__(self, corpus: Any) -> None:
-        self.corpus = _Corpus(corpus)
-
-
-class _Corpus:
-    def __init__(self, corpus: Any) -> None:
-        self._corpus = corpus
-
-    def keys(self, kind: str | None = None) -> list[str]:
-        return list(self._corpus.keys(kind=kind))
-
-    def manifest(self, key: str) -> dict:
-        return self._corpus.manifest(key)
-
-
-def prepare(data_dir: str | None) -> str:
-    if data_dir:
-        return data_dir
-    target = Path(tempfile.mkdtemp(prefix="zc-bench-held-")) / "data"
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    subprocess.run([sys.executable, "-m", "zocrates_nb", "--data-dir", str(target), "sync"], env=env, check=True)
-    return str(target)
 
 
 def main() -> None:
@@ -63,6 +34,8 @@ def main() -> None:
     parser.add_argument("--data-dir", help="a synced data directory (default: the demo library, synced now)")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
+    from bench_cold import prepare  # the demo library synced into a temporary folder, as there
+
     data_dir = prepare(args.data_dir)
     sys.path.insert(0, str(REPO))
     from zocrates_nb import open_workbench
@@ -70,8 +43,9 @@ def main() -> None:
 
     load_before = os.getloadavg()
     wb = open_workbench(data_dir)
-    tools, manifests_only = wb.tools, _ManifestsOnly(wb.corpus)
-    papers = len(list(wb.corpus.keys(kind="paper")))
+    # the same corpus as a data directory without the table shows it: keys and manifests, no paths
+    manifests_only = SimpleNamespace(corpus=SimpleNamespace(keys=wb.corpus.keys, manifest=wb.corpus.manifest))
+    tools, papers = wb.tools, len(wb.corpus.keys(kind="paper"))
     times: dict[str, list[float]] = {"table": [], "manifests": []}
     held: dict[str, tuple[int, int]] = {}
     for _ in range(args.rounds):
