@@ -71,7 +71,7 @@ bench: install
 SOAK_ENV ?= ZOCRATES_FAULT_KILLS=10 ZOCRATES_FAULT_CORRUPTIONS=0 ZOCRATES_STATEFUL_EXAMPLES=40 \
             ZOCRATES_STATEFUL_STEPS=40 ZOCRATES_FUZZ_EXAMPLES=2000
 soak: install-test
-	$(SOAK_ENV) $(BIN)/python -m pytest -s -p no:cacheprovider tests/test_faults.py tests/test_stateful.py tests/test_fuzz.py tests/test_reliability.py
+	$(SOAK_ENV) $(BIN)/python -m pytest -s -p no:cacheprovider tests/system/test_faults.py tests/system/test_stateful.py tests/system/test_fuzz.py tests/system/test_reliability.py
 
 clean-venv:
 	rm -rf $(VENV)

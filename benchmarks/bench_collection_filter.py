@@ -44,7 +44,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    from zocrates_nb.index import fts, lexical
+    from zocrates_nb.index.lexical import fts
+    from zocrates_nb.index.lexical import split as lexical
 
     dbs = sorted(args.cache.glob("n*/data/conversion_meta.db"))
     if not dbs:

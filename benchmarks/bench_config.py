@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from zocrates_nb.config import ConfigStore
-from zocrates_nb.profile import SAMPLE_RESEARCH_PROFILE, profile_token_report
+from zocrates_nb.settings.config import ConfigStore
+from zocrates_nb.settings.profile import SAMPLE_RESEARCH_PROFILE, profile_token_report
 
 
 def _median_us(fn, n: int) -> float:

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl.gz"
 
 COLD = (
-    "import time; t=time.perf_counter(); from zocrates_nb.index.embed import MiniLMEmbedder; "
+    "import time; t=time.perf_counter(); from zocrates_nb.index.embed.model import MiniLMEmbedder; "
     "e=MiniLMEmbedder(); e.embed(['hello world']); print(time.perf_counter()-t)"
 )
 
@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--per-core-rounds", type=int, default=3, help="rounds of the one-core comparison (0: skip)")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
-    from zocrates_nb.index.embed import MiniLMEmbedder, ensure_model
+    from zocrates_nb.index.embed.model import MiniLMEmbedder, ensure_model
 
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()

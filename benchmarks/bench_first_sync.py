@@ -12,7 +12,7 @@ embedder and nothing else, so the pipeline's overhead over the embedder is its o
 alone moves by several per cent between runs on one machine, so ``--rounds N`` runs the pair N times in
 turn, each sync in a fresh data directory, and prints the medians beside each round.
 ``--in-process-too`` adds, to each round, the same sync with its embedding process turned off (the
-sync embeds in its own process, as it does below 500 documents): what index/embed_worker.py is worth.
+sync embeds in its own process, as it does below 500 documents): what index/embed/worker.py is worth.
 
 The peer (zotero-mcp 0.15.1, ``update-db --fulltext`` on the same 5,183 papers and the same model) was
 measured at 8 min 22 s wall and 718 s CPU near idle in issue 13, on another machine of this kind. CPUs
@@ -142,7 +142,7 @@ def timed(argv: list[str]) -> tuple[dict, bytes]:
 
 
 #: ``zocrates-nb`` with the embedding process turned off (``--in-process-too``): the same sync, embedding in
-#: its own process, to measure what the child process (index/embed_worker.py) is worth
+#: its own process, to measure what the child process (index/embed/worker.py) is worth
 IN_PROCESS = (
     "import sys; from zocrates_nb.index import consistency; "
     "consistency.WORKER_MIN_DOCUMENTS = consistency.WORKER_MIN_TEXTS = 10**12; "
@@ -175,7 +175,7 @@ def embedded_texts(data_dir: Path) -> list[str]:
 
 
 def embed_only(texts: list[str]) -> dict:
-    from zocrates_nb.index.embed import MiniLMEmbedder
+    from zocrates_nb.index.embed.model import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
     embedder.embed(["warm up"])

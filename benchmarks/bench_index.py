@@ -26,9 +26,9 @@ def main() -> None:
     parser.add_argument("--keep", metavar="DIR", help="build in DIR (must not exist) and keep it")
     args = parser.parse_args()
 
-    from zocrates_nb.index.embed import MiniLMEmbedder
+    from zocrates_nb.index.embed.model import MiniLMEmbedder
     from zocrates_nb.index.records import embedding_text
-    from zocrates_nb.workbench import Workbench
+    from zocrates_nb.workbench.core import Workbench
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zc-bench-index-")) / "data"
     load_before = os.getloadavg()[0]

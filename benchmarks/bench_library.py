@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from zocrates_nb.library.desktop.snapshot import ZoteroDesktopLibrary
 from zocrates_nb.library.local import DemoLibrary
-from zocrates_nb.library.zotero_desktop import ZoteroDesktopLibrary
 
 DEFAULT_DB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "zotero" / "zotero9-profile.sqlite"
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 
 def main() -> int:
-    from zocrates_nb.index.embed import MiniLMEmbedder
+    from zocrates_nb.index.embed.model import MiniLMEmbedder
     from zocrates_nb.index.hybrid import HybridIndex
     from zocrates_nb.paths import DataPaths
 

@@ -24,11 +24,13 @@ import sys
 import time
 from pathlib import Path
 
-from zocrates_nb.diagnostics.ir_metrics import evaluate_run
-from zocrates_nb.eval_index import open_eval_index
-from zocrates_nb.evaluate import load_beir
-from zocrates_nb.index import fts, lexical, ranking
+from zocrates_nb.index.lexical import fts
+from zocrates_nb.index.lexical import split as lexical
+from zocrates_nb.index.rank import ranking
 from zocrates_nb.paths import DataPaths
+from zocrates_nb.quality.beir_index import open_eval_index
+from zocrates_nb.quality.evaluate import load_beir
+from zocrates_nb.quality.metrics import evaluate_run
 
 SCIFACT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
 SCALE_ROWS = 302_000

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from zocrates_nb.corpus.repair import meta_db_problem
-from zocrates_nb.workbench import Workbench
+from zocrates_nb.workbench.core import Workbench
 
 
 def _median_ms(fn, runs: int) -> float:

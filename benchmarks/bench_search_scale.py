@@ -13,7 +13,7 @@ Target: hybrid search p50 < 30 ms *with* query embedding. What is timed, per que
 
 - ``query_embed``: ``MiniLMEmbedder.embed([q])`` alone;
 - ``fts_top100``: ``lexical.lexical_search`` (the lexical retriever, depth 100) alone, on one connection and
-  without the share cache (the split ranking, index/lexical.py), and the rows it ranked; ``fts_plan_top100``:
+  without the share cache (the split ranking, index/lexical/split.py), and the rows it ranked; ``fts_plan_top100``:
   the earlier one-query plan that scores every word twice; ``fts_plain_or_top100``: the plain OR query every
   row of every word is ranked in (the oldest path), for comparison;
 - ``vector_top100``: ``VectorStore.query`` (depth 100) alone, with the lock and generation check;
@@ -98,10 +98,10 @@ def zotero_key(prefix: str, number: int) -> str:
 
 
 def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> dict:
-    from zocrates_nb.index import fts
     from zocrates_nb.index.consistency import _metadata
-    from zocrates_nb.index.embed import MiniLMEmbedder
+    from zocrates_nb.index.embed.model import MiniLMEmbedder
     from zocrates_nb.index.hybrid import HybridIndex
+    from zocrates_nb.index.lexical import fts
     from zocrates_nb.paths import DataPaths
 
     out: dict = {}
@@ -195,13 +195,14 @@ def measure(
     cache: Path, n_queries: int, embed_threads: int | None, warm_up: int = 0, impact_postings: int | None = None
 ) -> dict:
     from zocrates_nb.diagnostics.events import EventLog
-    from zocrates_nb.index import fts, lexical
-    from zocrates_nb.index.embed import MiniLMEmbedder
+    from zocrates_nb.index.embed.model import MiniLMEmbedder
     from zocrates_nb.index.hybrid import HybridIndex
-    from zocrates_nb.index.ranking import plan_terms
-    from zocrates_nb.index.vectors import where_for
+    from zocrates_nb.index.lexical import fts
+    from zocrates_nb.index.lexical import split as lexical
+    from zocrates_nb.index.rank.ranking import plan_terms
+    from zocrates_nb.index.vectors.store import where_for
     from zocrates_nb.paths import DataPaths
-    from zocrates_nb.tools import LibraryTools
+    from zocrates_nb.retrieval.tools import LibraryTools
 
     lines = [json.loads(line)["text"] for line in open(SCIFACT / "queries.jsonl", encoding="utf-8")]
     queries = lines[::4][:n_queries]
@@ -382,8 +383,9 @@ class _NoImpacts:
 
 def _plan_search(conn, text: str, frequencies) -> list:
     """The FTS5 plan that scores every word twice in one query (the path before the split ranking)."""
-    from zocrates_nb.index import fts, lexical
-    from zocrates_nb.index.ranking import plan_terms
+    from zocrates_nb.index.lexical import fts
+    from zocrates_nb.index.lexical import split as lexical
+    from zocrates_nb.index.rank.ranking import plan_terms
 
     terms = fts.query_terms(text)
     total, counts = frequencies.lookup(conn, terms)
@@ -399,7 +401,7 @@ def measure_server(cache: Path, n_queries: int) -> dict:
     import socket
     import urllib.request
 
-    from zocrates_nb.index.embed import MiniLMEmbedder
+    from zocrates_nb.index.embed.model import MiniLMEmbedder
     from zocrates_nb.index.hybrid import HybridIndex
     from zocrates_nb.paths import DataPaths
 

@@ -19,10 +19,10 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from zocrates_nb.diagnostics.ir_metrics import mrr_at_k, recall_at_k
-from zocrates_nb.evaluate import load_note_questions
 from zocrates_nb.index.hybrid import HybridIndex
-from zocrates_nb.workbench import Workbench
+from zocrates_nb.quality.evaluate import load_note_questions
+from zocrates_nb.quality.metrics import mrr_at_k, recall_at_k
+from zocrates_nb.workbench.core import Workbench
 
 #: one-at-a-time values around the defaults (each line changes one setting)
 ONE_AT_A_TIME: dict[str, tuple[Any, ...]] = {

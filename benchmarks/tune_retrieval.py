@@ -13,11 +13,11 @@ import argparse
 import time
 from pathlib import Path
 
-from zocrates_nb.diagnostics.ir_metrics import evaluate_run
-from zocrates_nb.evaluate import load_beir, open_eval_index, run_rankings
-from zocrates_nb.index import fts
 from zocrates_nb.index.hybrid import rrf
+from zocrates_nb.index.lexical import fts
 from zocrates_nb.paths import DataPaths
+from zocrates_nb.quality.evaluate import load_beir, open_eval_index, run_rankings
+from zocrates_nb.quality.metrics import evaluate_run
 
 
 def lexical_rankings(index, queries, drop_stopwords: bool, depth: int = 100) -> dict[str, list[str]]:

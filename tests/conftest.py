@@ -44,7 +44,7 @@ def demo_template(tmp_path_factory) -> Path:
     """A data directory with the demo library synced once per test session (embedding is the slow part)."""
     import shutil
 
-    from zocrates_nb.workbench import Workbench
+    from zocrates_nb.workbench.core import Workbench
 
     root = tmp_path_factory.mktemp("demo-template") / "data"
     cached = os.environ.get("ZOCRATES_TEST_DEMO_CACHE")
@@ -72,7 +72,7 @@ def demo_home(demo_template, tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def demo_workbench(demo_home):
     """A Workbench on a private copy of the synced demo library."""
-    from zocrates_nb.workbench import Workbench
+    from zocrates_nb.workbench.core import Workbench
 
     wb = Workbench(demo_home)
     yield wb
@@ -91,7 +91,7 @@ def scholarly():
 @pytest.fixture(scope="session")
 def count_tokens():
     """The embedder's word-piece counter (the tokenizer only), for the chunking tests."""
-    from zocrates_nb.index.embed import token_counter
+    from zocrates_nb.index.embed.model import token_counter
 
     counter = token_counter()
     if counter is None:

@@ -19,9 +19,9 @@ __version__ = "0.1.0"
 __all__ = ["Workbench", "open_workbench", "ChatPanel", "ProfileEditor", "__version__"]
 
 _LAZY = {
-    "Workbench": ("zocrates_nb.workbench", "Workbench"),
-    "open_workbench": ("zocrates_nb.workbench", "open_workbench"),
-    "default_workbench": ("zocrates_nb.workbench", "default_workbench"),
+    "Workbench": ("zocrates_nb.workbench.core", "Workbench"),
+    "open_workbench": ("zocrates_nb.workbench.core", "open_workbench"),
+    "default_workbench": ("zocrates_nb.workbench.core", "default_workbench"),
     "ChatPanel": ("zocrates_nb.widgets", "ChatPanel"),
     "ProfileEditor": ("zocrates_nb.widgets", "ProfileEditor"),
 }

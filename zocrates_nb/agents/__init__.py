@@ -8,6 +8,6 @@ Markdown files in ``prompts/``.
 
 from __future__ import annotations
 
-from .answer import Answer, ChatSession, Citation
+from zocrates_nb.agents.answer import Answer, ChatSession, Citation
 
 __all__ = ["Answer", "ChatSession", "Citation"]

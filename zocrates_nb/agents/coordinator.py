@@ -20,17 +20,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import QueryError
-from ..profile import format_user_research_profile_context
-from ..protocols import ChatClient, EventSink, NullEventSink
-from .answer import Answer, ChatSession, Citation, Turn, TurnUsage
-from .clean import StreamCleaner, clean_user_facing_synthesis
-from .evidence_only import citations_for, evidence_only_answer
-from .keys import DirectoryKeyMap, KeyDirectory, note_citation
-from .library_agent import LibrarySearchAgent, LibrarySynthesizer, select_evidence
-from .online import LibraryIdentity, OnlineSynthesizer
-from .online_clients import OnlineSearchError
-from .prompting import new_boundary, system_prompt
+from zocrates_nb.agents.answer import Answer, ChatSession, Citation, Turn, TurnUsage
+from zocrates_nb.agents.clean import StreamCleaner, clean_user_facing_synthesis
+from zocrates_nb.agents.evidence_only import citations_for, evidence_only_answer
+from zocrates_nb.agents.keys import DirectoryKeyMap, KeyDirectory, note_citation
+from zocrates_nb.agents.library_agent import LibrarySearchAgent, LibrarySynthesizer, select_evidence
+from zocrates_nb.agents.online import LibraryIdentity, OnlineSynthesizer
+from zocrates_nb.agents.online_clients import OnlineSearchError
+from zocrates_nb.agents.prompting import new_boundary, system_prompt
+from zocrates_nb.errors import QueryError
+from zocrates_nb.protocols import ChatClient, EventSink, NullEventSink
+from zocrates_nb.settings.profile import format_user_research_profile_context
 
 __all__ = ["Coordinator", "ChatSession", "Answer", "Citation", "deterministic_route"]
 
@@ -137,7 +137,7 @@ class Coordinator:
     def _check_question(self, question: str) -> tuple[str, list[str]]:
         if not isinstance(question, str) or not question.strip():
             raise QueryError("The question is empty.", 'type a question, e.g. ask("What do my notes say about …?")')
-        from ..textnorm import clean_text
+        from zocrates_nb.textnorm import clean_text
 
         question = clean_text(question).strip()  # lone surrogates would crash tokenizer and HTTP client
         if len(question) > MAX_QUESTION_CHARS:
@@ -191,7 +191,7 @@ class Coordinator:
         key_map: DirectoryKeyMap,
         cleaner: StreamCleaner | None,
     ) -> Answer:
-        from ..tokens import count_tokens
+        from zocrates_nb.tokens import count_tokens
 
         usage = TurnUsage()
         record = lambda reply: usage.add(reply.role, reply.usage)  # noqa: E731

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .keys import KeyDirectory, note_citation
-from .library_agent import hit_evidence
+from zocrates_nb.agents.keys import KeyDirectory, note_citation
+from zocrates_nb.agents.library_agent import hit_evidence
 
 LABEL = "Evidence from your library (no language model configured)"
 CONFIGURE_HINT = "For a written answer, configure a model: `zocrates-nb llm set --base-url URL --model NAME`."

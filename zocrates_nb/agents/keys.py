@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..errors import ZocratesError
-from .clean import candidate_keys
+from zocrates_nb.agents.clean import candidate_keys
+from zocrates_nb.errors import ZocratesError
 
 
 def display_for(kind: str | None, title: str | None, citation: str | None) -> str:

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ZocratesError
-from ..protocols import ChatClient
-from ..records import INLINE_WORDS
-from .keys import KeyDirectory
-from .prompting import evidence_preamble, system_prompt, wrap_evidence
+from zocrates_nb.agents.keys import KeyDirectory
+from zocrates_nb.agents.prompting import evidence_preamble, system_prompt, wrap_evidence
+from zocrates_nb.errors import ZocratesError
+from zocrates_nb.protocols import ChatClient
+from zocrates_nb.records import INLINE_WORDS
 
 TOOL_NAMES = ("search_corpus", "read_document", "get_document_toc")
 MAX_TOOL_RESULT_CHARS = 12_000
@@ -39,7 +39,7 @@ class SearchOutcome:
 def tool_specs(tools: Any) -> list[dict]:
     specs = getattr(tools, "TOOL_SPECS", None)
     if specs is None:
-        from .. import tools as tools_module
+        from zocrates_nb.retrieval import tools as tools_module
 
         specs = tools_module.TOOL_SPECS
     return list(specs)

@@ -20,8 +20,8 @@ from urllib.parse import urlparse
 
 import openai
 
-from ..errors import LLMError
-from ..protocols import EventSink, NullEventSink
+from zocrates_nb.errors import LLMError
+from zocrates_nb.protocols import EventSink, NullEventSink
 
 ROLES = ("coordinator", "library_search", "library_synthesizer", "online_synthesizer")
 #: Sent to loopback servers (Ollama, vLLM, LM Studio) that accept any key.
@@ -269,7 +269,7 @@ class LLMClient:
     ) -> tuple[int, int, str]:
         if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
             return int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0), "api"
-        from ..tokens import count_tokens
+        from zocrates_nb.tokens import count_tokens
 
         prompt = _message_text(messages) + (json.dumps(tools) if tools else "")
         completion = content + "".join(c.name + c.arguments for c in calls)

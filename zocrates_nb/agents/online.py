@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocols import ChatClient
-from .online_clients import Candidate, normalize_doi, normalize_title
-from .prompting import evidence_preamble, system_prompt, wrap_evidence
+from zocrates_nb.agents.online_clients import Candidate, normalize_doi, normalize_title
+from zocrates_nb.agents.prompting import evidence_preamble, system_prompt, wrap_evidence
+from zocrates_nb.protocols import ChatClient
 
 MAX_ABSTRACT_CHARS = 1_200
 
@@ -33,7 +33,7 @@ class LibraryIdentity:
 
         A data directory not synced since that table existed falls back to reading every paper manifest.
         """
-        from ..corpus import held_papers
+        from zocrates_nb.corpus import held_papers
 
         identity = cls()
         corpus = getattr(tools, "corpus", None)

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from defusedxml import ElementTree
 
-from ..errors import ZocratesError
+from zocrates_nb.errors import ZocratesError
 
 OPENALEX_URL = "https://api.openalex.org"
 ARXIV_URL = "https://export.arxiv.org"

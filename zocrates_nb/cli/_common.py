@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from zocrates_nb.paths import DataPaths
 
 if TYPE_CHECKING:
-    from zocrates_nb.config import ConfigStore
-    from zocrates_nb.workbench import Workbench
+    from zocrates_nb.settings.config import ConfigStore
+    from zocrates_nb.workbench.core import Workbench
 
 #: 0 success; 1 any other ``ZocratesError``; 2 a refused value or bad usage (the file is left as it was).
 EXIT_OK, EXIT_ERROR, EXIT_REFUSED = 0, 1, 2
@@ -32,7 +32,7 @@ def paths_from_args(args: argparse.Namespace) -> DataPaths:
 
 def config_store(args: argparse.Namespace) -> ConfigStore:
     """The config file of the chosen data directory (imported late: ``--help`` stays cold)."""
-    from zocrates_nb.config import ConfigStore
+    from zocrates_nb.settings.config import ConfigStore
 
     return ConfigStore.for_paths(paths_from_args(args))
 
@@ -44,6 +44,6 @@ def print_json(payload: object) -> None:
 
 def open_workbench(args: argparse.Namespace, **kwargs: Any) -> Workbench:
     """The workbench of the chosen data directory; the caller closes it."""
-    from zocrates_nb.workbench import Workbench
+    from zocrates_nb.workbench.core import Workbench
 
     return Workbench(paths_from_args(args).root, **kwargs)

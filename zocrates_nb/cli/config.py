@@ -11,14 +11,14 @@ from zocrates_nb.cli._common import EXIT_ERROR, EXIT_OK, config_store, paths_fro
 from zocrates_nb.errors import ValidationError, ZocratesError
 
 if TYPE_CHECKING:
-    from zocrates_nb.config import ConfigStore
+    from zocrates_nb.settings.config import ConfigStore
 
 
 # ----------------------------------------------------------------------------- status
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from zocrates_nb.status import collect_status, format_status
+    from zocrates_nb.health.status import collect_status, format_status
 
     status = collect_status(paths_from_args(args))
     if args.json:
@@ -38,7 +38,7 @@ def _add_status_parser(sub, common) -> None:
 
 
 def cmd_profile_show(args: argparse.Namespace) -> int:
-    from zocrates_nb.profile import format_user_research_profile_context, profile_token_report
+    from zocrates_nb.settings.profile import format_user_research_profile_context, profile_token_report
 
     store = config_store(args)
     config = store.read()
@@ -110,7 +110,7 @@ def _add_profile_parser(sub, common) -> None:
 
 
 def cmd_llm_show(args: argparse.Namespace) -> int:
-    from zocrates_nb.status import collect_status
+    from zocrates_nb.health.status import collect_status
 
     status = collect_status(paths_from_args(args))
     llm = dict(status["llm"])
@@ -167,7 +167,7 @@ def _key_from_stdin(args: argparse.Namespace) -> str | None:
 
 
 def cmd_llm_set(args: argparse.Namespace) -> int:
-    from zocrates_nb.credentials import store_api_key
+    from zocrates_nb.settings.credentials import store_api_key
 
     store = config_store(args)
     if args.role and args.model is None:

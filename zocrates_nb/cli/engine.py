@@ -10,7 +10,7 @@ from zocrates_nb.cli._common import EXIT_OK, paths_from_args
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
-    from zocrates_nb.engine import DEFAULT_IDLE_S, ask_engine, start_engine
+    from zocrates_nb.workbench.engine import DEFAULT_IDLE_S, ask_engine, start_engine
 
     paths = paths_from_args(args)
     answer: dict[str, Any] | None

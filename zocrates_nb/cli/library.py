@@ -83,7 +83,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     }
     if not args.no_engine and _search_via_engine(args, filters):
         return EXIT_OK
-    wb = _workbench(args, one_shot=True)  # reads the vectors without `import chromadb` (index/vector_fast.py)
+    wb = _workbench(args, one_shot=True)  # reads the vectors without `import chromadb` (index/vectors/fast.py)
     try:
         results = wb.search(args.query, k=args.k, filters=filters or None, mode=args.mode)
         if args.json:
@@ -121,7 +121,7 @@ def _add_search_parser(sub, common) -> None:
 
 def _search_via_engine(args: argparse.Namespace, filters: dict) -> bool:
     """Answer through the warm engine when one runs (see engine.py); False when none does."""
-    from zocrates_nb.engine import search_via_engine
+    from zocrates_nb.workbench.engine import search_via_engine
 
     payload = search_via_engine(paths_from_args(args), args.query, args.k, filters or None, args.mode)
     if payload is None:
@@ -225,7 +225,7 @@ def _add_convert_parser(sub, common) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from zocrates_nb.diagnostics.events import EventLog
-    from zocrates_nb.evaluate import run_beir_eval, run_notes_eval
+    from zocrates_nb.quality.evaluate import run_beir_eval, run_notes_eval
 
     paths = paths_from_args(args).ensure()
     events = EventLog(paths.diagnostics)
@@ -259,7 +259,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _run_my_notes(args: argparse.Namespace) -> dict:
     """``eval --my-notes``: the known-item findability check on this data directory's library."""
-    from zocrates_nb.findability import run_findability
+    from zocrates_nb.quality.findability import run_findability
 
     wb = _workbench(args)
     try:
@@ -320,8 +320,8 @@ def _add_index_parser(sub, common) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job, headless: status, profile, sync, a search and an answer."""
-    from zocrates_nb.profile import format_user_research_profile_context
-    from zocrates_nb.status import format_status
+    from zocrates_nb.health.status import format_status
+    from zocrates_nb.settings.profile import format_user_research_profile_context
 
     wb = _workbench(args, auto_sync=False)
     try:

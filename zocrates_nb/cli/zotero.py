@@ -11,8 +11,8 @@ from zocrates_nb.cli._common import EXIT_OK, config_store, paths_from_args, prin
 from zocrates_nb.errors import LibraryError, ZocratesError
 
 if TYPE_CHECKING:
-    from zocrates_nb.config import ConfigStore
     from zocrates_nb.paths import DataPaths
+    from zocrates_nb.settings.config import ConfigStore
 
 
 def _paths(args: argparse.Namespace) -> DataPaths:
@@ -74,7 +74,7 @@ def _add_library_parser(sub, common) -> None:
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=cmd_library_show)
     use = actions.add_parser("use", parents=[common], help="choose: demo | sqlite PATH | dir DIR | web --library-id ID")
-    from zocrates_nb.config_schema import LIBRARY_TYPES, SOURCE_ALIASES
+    from zocrates_nb.settings.schema import LIBRARY_TYPES, SOURCE_ALIASES
 
     use.add_argument("source", choices=tuple(SOURCE_ALIASES))
     use.add_argument("path", nargs="?", help="zotero.sqlite (sqlite) or the Zotero data directory (dir)")
@@ -94,7 +94,7 @@ def _add_library_parser(sub, common) -> None:
 
 
 def cmd_library_detect(args: argparse.Namespace) -> int:
-    from zocrates_nb.zotero_setup import detect_libraries
+    from zocrates_nb.library.writing.setup import detect_libraries
 
     found = detect_libraries()
     if args.json:
@@ -119,7 +119,7 @@ def cmd_library_detect(args: argparse.Namespace) -> int:
 
 
 def _writer_web(args: argparse.Namespace) -> dict:
-    from zocrates_nb.zotero_setup import web_writer
+    from zocrates_nb.library.writing.setup import web_writer
 
     key = os.environ.get(args.api_key_env, "").strip()
     if not key:
@@ -146,7 +146,7 @@ def _writer_web(args: argparse.Namespace) -> dict:
 
 
 def _writer_local(args: argparse.Namespace) -> dict:
-    from zocrates_nb.zotero_setup import authorize_local_writer
+    from zocrates_nb.library.writing.setup import authorize_local_writer
 
     granted = authorize_local_writer(_paths(args), args.base_url)
     if not granted["remember"]:
@@ -163,7 +163,7 @@ def cmd_library_writer(args: argparse.Namespace) -> int:
     else:
         writer = {"kind": args.kind}
     _store(args).update(lambda cfg: {**cfg, "writer": {**cfg.get("writer", {}), **writer}})
-    from zocrates_nb.saving import push_outbox
+    from zocrates_nb.workbench.saving import push_outbox
 
     report = push_outbox(_paths(args), _store(args).read())
     print(
@@ -175,7 +175,7 @@ def cmd_library_writer(args: argparse.Namespace) -> int:
 
 def add_library_actions(actions, common) -> None:
     """``library detect`` and ``library writer`` (called from the ``library`` parser above)."""
-    from zocrates_nb.config_schema import LIBRARY_TYPES, WRITER_KINDS
+    from zocrates_nb.settings.schema import LIBRARY_TYPES, WRITER_KINDS
 
     det = actions.add_parser("detect", parents=[common], help="find Zotero data directories on this computer")
     det.add_argument("--json", action="store_true", help="[{path, how_found, items, notes, user_id, ...}]")
@@ -196,8 +196,8 @@ def add_library_actions(actions, common) -> None:
 
 def library_show_extras(args: argparse.Namespace, library: dict) -> dict:
     """What ``library show --json`` adds: the writer that would save now, and the outbox size."""
-    from zocrates_nb.outbox import Outbox
-    from zocrates_nb.saving import writer_summary
+    from zocrates_nb.library.writing.outbox import Outbox
+    from zocrates_nb.workbench.saving import writer_summary
 
     paths = _paths(args)
     source = library.get("source", "demo")
@@ -213,8 +213,8 @@ def library_show_extras(args: argparse.Namespace, library: dict) -> dict:
 
 
 def cmd_outbox(args: argparse.Namespace) -> int:
-    from zocrates_nb.outbox import Outbox, format_age
-    from zocrates_nb.saving import push_outbox
+    from zocrates_nb.library.writing.outbox import Outbox, format_age
+    from zocrates_nb.workbench.saving import push_outbox
 
     paths = _paths(args)
     outbox = Outbox.for_paths(paths)

@@ -17,8 +17,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from .summary import count_words
-from .toc import heading_text
+from zocrates_nb.convert.summary import count_words
+from zocrates_nb.convert.toc import heading_text
 
 WORDS_PER_TOKEN = 0.75
 

@@ -17,13 +17,15 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConversionError
-from .html_text import note_title  # bs4/markdownify (convert/html.py) load on the first conversion only
-from .summary import count_words, cut_at_word, extractive_summary
-from .toc import build_toc, heading_text, iter_headings
+from zocrates_nb.convert.html_text import (
+    note_title,  # bs4/markdownify (convert/html.py) load on the first conversion only
+)
+from zocrates_nb.convert.summary import count_words, cut_at_word, extractive_summary
+from zocrates_nb.convert.toc import build_toc, heading_text, iter_headings
+from zocrates_nb.errors import ConversionError
 
 if TYPE_CHECKING:
-    from ..records import Paper
+    from zocrates_nb.records import Paper
 
 #: bump when the Markdown produced for the same input changes; every bundle then counts as stale
 CONVERTER_VERSION = "zocrates-convert/3"
@@ -70,7 +72,7 @@ def sha256_text(text: str | bytes) -> str:
 def decode_html(html: str | bytes | bytearray | memoryview) -> tuple[str, list[str]]:
     """Return the note's text and any decoding warnings; raise ConversionError for non-text."""
     if isinstance(html, str):
-        from ..textnorm import without_surrogates
+        from zocrates_nb.textnorm import without_surrogates
 
         fixed = without_surrogates(html)  # lone surrogates (a JSON "\\ud800") would crash the parser
         return fixed, ([] if fixed is html else ["invalid Unicode (lone surrogates) replaced with U+FFFD"])
@@ -116,7 +118,7 @@ def convert_note(html: str | bytes) -> ConvertedNote:
     text, warnings = decode_html(html)
     if source_hash is None:
         source_hash = sha256_text(text)
-    from .html import html_to_markdown_with_warnings, plain_text_markdown
+    from zocrates_nb.convert.html import html_to_markdown_with_warnings, plain_text_markdown
 
     try:
         markdown, more = html_to_markdown_with_warnings(text)

@@ -22,12 +22,12 @@ import markdownify
 from bs4 import BeautifulSoup, NavigableString, Tag
 
 # citation wording and the parser-free text paths live beside this module; re-exported for callers
-from .citation import JsonDict as JsonDict
-from .citation import decode_json_attr
-from .citation import format_citation as format_citation
-from .html_text import MAX_TITLE_LENGTH as MAX_TITLE_LENGTH
-from .html_text import note_title as note_title
-from .html_text import plain_text_markdown as plain_text_markdown
+from zocrates_nb.convert.citation import JsonDict as JsonDict
+from zocrates_nb.convert.citation import decode_json_attr
+from zocrates_nb.convert.citation import format_citation as format_citation
+from zocrates_nb.convert.html_text import MAX_TITLE_LENGTH as MAX_TITLE_LENGTH
+from zocrates_nb.convert.html_text import note_title as note_title
+from zocrates_nb.convert.html_text import plain_text_markdown as plain_text_markdown
 
 try:  # lxml parses ~25% faster; html.parser is the always-available fallback
     import lxml  # noqa: F401

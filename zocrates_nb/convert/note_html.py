@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from markdown_it import MarkdownIt
 
-from ..sanitize import escape_text, sanitize_note_html
+from zocrates_nb.sanitize import escape_text, sanitize_note_html
 
 SCHEMA_VERSION = "9"
 

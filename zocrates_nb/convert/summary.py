@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .toc import strip_inline_markup
+from zocrates_nb.convert.toc import strip_inline_markup
 
 MIN_WORDS_FOR_ABSTRACT = 100
 MAX_ABSTRACT_CHARS = 300

@@ -31,7 +31,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import NamedTuple
 
-from .chunk import Chunk, markdown_blocks
+from zocrates_nb.convert.chunk import Chunk, markdown_blocks
 
 TokenCounter = Callable[[str], int]
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import NotFoundError, ZocratesError
+from zocrates_nb.errors import NotFoundError, ZocratesError
 
 OKF_VERSION = "0.2"
 MANIFEST = "okf.json"

@@ -2,10 +2,10 @@
 
 Why apart from the lexical phase: sync commits the FTS rows batch by batch, so lexical search sees
 each batch at once; embedding (the slow part, about 90 % of a first sync) follows behind, in a feed
-that takes each committed batch while the next is converted (index/dense_feed.py), then a final
+that takes each committed batch while the next is converted (index/vectors/feed.py), then a final
 ``commit_vectors`` for whatever the feed did not take (a killed fill to resume, removals, a retry).
 ``zocrates-nb status`` reports it as "dense: 38 % (1,970 / 5,183)", and a killed sync resumes it
-(index/dense_fill.py).
+(index/vectors/fill.py).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ..progress import ProgressReporter
+from zocrates_nb.progress import ProgressReporter
 
 
 def start_feed(indexer: Any, documents: int) -> Any:
     """The index's background feed for this sync's ``documents`` (new or changed), or None (an index
     without one, or a killed fill to resume first: ``fill_vectors`` then does all of it after the
-    lexical phase). A big sync's feed embeds in a child process (index/embed_worker.py)."""
+    lexical phase). A big sync's feed embeds in a child process (index/embed/worker.py)."""
     feed = getattr(indexer, "feed", None)
     return feed(documents) if callable(feed) else None
 

@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import IndexCorruptError
-from ..sqlite_tx import enable_wal
+from zocrates_nb.errors import IndexCorruptError
+from zocrates_nb.storage.sqlite_tx import enable_wal
 
 SCHEMA_VERSION = 1
 

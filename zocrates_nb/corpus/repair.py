@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import IndexCorruptError, NotFoundError, ZocratesError
-from ..locks import corpus_lock
-from ..protocols import EventSink, NullEventSink
-from .bundle import CONTENT, MANIFEST, read_bundle, remove_bundle
+from zocrates_nb.corpus.bundle import CONTENT, MANIFEST, read_bundle, remove_bundle
+from zocrates_nb.errors import IndexCorruptError, NotFoundError, ZocratesError
+from zocrates_nb.protocols import EventSink, NullEventSink
+from zocrates_nb.storage.locks import corpus_lock
 
 log = logging.getLogger(__name__)
 _NO_EVENTS = NullEventSink()
@@ -116,7 +116,7 @@ def restore_from_bundles(corpus: Any, indexer: Any = None) -> dict[str, int]:
 
 
 def _row_from_manifest(corpus: Any, manifest: dict) -> Any:
-    from .meta import MetaRow
+    from zocrates_nb.corpus.meta import MetaRow
 
     key = manifest["key"]
     kind = "note" if manifest.get("content_type") == "text/note" else "paper"

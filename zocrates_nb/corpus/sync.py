@@ -15,11 +15,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from ..convert.convert import CONVERTER_VERSION, paper_source_hash
-from ..errors import ConversionError, NotFoundError
-from .bundle import MANIFEST, BundleError, StoredDocument, read_bundle, read_manifest, stored_documents
-from .sync_run import BATCH, SyncReport, SyncRun
-from .writer import CorpusWriter, DocumentIndexer, failure_reason, note_source_hash, try_manifest
+from zocrates_nb.convert.convert import CONVERTER_VERSION, paper_source_hash
+from zocrates_nb.corpus.bundle import (
+    MANIFEST,
+    BundleError,
+    StoredDocument,
+    read_bundle,
+    read_manifest,
+    stored_documents,
+)
+from zocrates_nb.corpus.sync_run import BATCH, SyncReport, SyncRun
+from zocrates_nb.corpus.writer import CorpusWriter, DocumentIndexer, failure_reason, note_source_hash, try_manifest
+from zocrates_nb.errors import ConversionError, NotFoundError
 
 __all__ = ["Corpus", "SyncReport", "DocumentIndexer", "BATCH", "find_section", "note_source_hash"]
 

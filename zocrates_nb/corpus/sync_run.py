@@ -14,16 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..convert.convert import CONVERTER_VERSION, ConvertedNote, paper_source_hash
-from ..errors import ConversionError
-from ..locks import corpus_lock
-from ..progress import ProgressReporter
-from . import held_papers
-from .bundle import PreparedBundle
-from .writer import WorkItem, failure_reason, hash_json, note_source_hash
+from zocrates_nb.convert.convert import CONVERTER_VERSION, ConvertedNote, paper_source_hash
+from zocrates_nb.corpus import held_papers
+from zocrates_nb.corpus.bundle import PreparedBundle
+from zocrates_nb.corpus.writer import WorkItem, failure_reason, hash_json, note_source_hash
+from zocrates_nb.errors import ConversionError
+from zocrates_nb.progress import ProgressReporter
+from zocrates_nb.storage.locks import corpus_lock
 
 if TYPE_CHECKING:
-    from .sync import Corpus
+    from zocrates_nb.corpus.sync import Corpus
 
 BATCH = 64  # documents per write transaction during sync (one COMMIT each, a savepoint per document)
 
@@ -90,7 +90,7 @@ class SyncRun:
                 held_papers.ensure_complete(
                     conn, [k for k, row in state.items() if row[0] == "paper"], corpus._stored_manifest
                 )
-            from .dense_phase import fill_vectors, finish_feed, start_feed
+            from zocrates_nb.corpus.dense_phase import fill_vectors, finish_feed, start_feed
 
             # the vectors fill in behind the lexical index: each committed batch goes to a background
             # feed (model load, Chroma and embedding on the other core), so lexical search covers a
@@ -132,7 +132,7 @@ class SyncRun:
 
     def _checked_state(self) -> dict:
         """The meta state after the cheap consistency check; disagreeing documents are marked to re-make."""
-        from .repair import check_consistency, drop_orphans, keys_to_rematerialize
+        from zocrates_nb.corpus.repair import check_consistency, drop_orphans, keys_to_rematerialize
 
         corpus, report = self.corpus, self.report
         state = corpus.meta.state()

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..convert.convert import (
+from zocrates_nb.convert.convert import (
     CONVERTER_VERSION,
     ConvertedNote,
     convert_note,
@@ -32,11 +32,8 @@ from ..convert.convert import (
     paper_source_hash,
     sha256_text,
 )
-from ..errors import ConversionError, NotFoundError
-from ..locks import corpus_lock
-from ..protocols import NullEventSink
-from . import held_papers
-from .bundle import (
+from zocrates_nb.corpus import held_papers
+from zocrates_nb.corpus.bundle import (
     MANIFEST,
     BundleError,
     PreparedBundle,
@@ -47,10 +44,13 @@ from .bundle import (
     remove_bundle,
     sweep_temporary,
 )
-from .meta import MetaDB, MetaRow
+from zocrates_nb.corpus.meta import MetaDB, MetaRow
+from zocrates_nb.errors import ConversionError, NotFoundError
+from zocrates_nb.protocols import NullEventSink
+from zocrates_nb.storage.locks import corpus_lock
 
 if TYPE_CHECKING:
-    from .sync_run import SyncReport
+    from zocrates_nb.corpus.sync_run import SyncReport
 
 
 class DocumentIndexer(Protocol):

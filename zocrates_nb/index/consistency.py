@@ -15,15 +15,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.errors import IndexCorruptError, ZocratesError
-from zocrates_nb.index import fts, pending
 from zocrates_nb.index.core import REBUILD_HINT, IndexCore
+from zocrates_nb.index.lexical import fts
 from zocrates_nb.index.records import document_rows, embedding_text
+from zocrates_nb.index.vectors import pending
 
 if TYPE_CHECKING:
-    from zocrates_nb.index.dense_feed import DenseFeed
+    from zocrates_nb.index.vectors.feed import DenseFeed
 
 _EMBED_BATCH = 128
-#: A job this big is embedded in a child process (index/embed_worker.py): starting it (Python,
+#: A job this big is embedded in a child process (index/embed/worker.py): starting it (Python,
 #: onnxruntime, the model: about a second, beside the sync's own work) costs less than the stalls it
 #: saves, since Chroma holds the GIL about 1.5 ms per stored vector against the model's 50 ms a text.
 WORKER_MIN_TEXTS = 1000
@@ -44,7 +45,7 @@ class IndexConsistency(IndexCore):
         pending.add(conn, [r.chunk_id for r in rows] + list(stale))  # durable: survives a kill before COMMIT
         with self._queue_lock:
             if not self._pending:
-                from zocrates_nb.index.dense_fill import mark_pending
+                from zocrates_nb.index.vectors.fill import mark_pending
 
                 mark_pending(self.paths.root)  # a kill from here on leaves vectors to resume
             self._pending.update(r.chunk_id for r in rows)
@@ -64,7 +65,7 @@ class IndexConsistency(IndexCore):
         ``chunks`` table: present → embed and upsert, absent → delete. A transaction
         the corpus rolled back therefore never leaves vectors behind.
         """
-        from zocrates_nb.index.dense_fill import clear_progress, interrupted
+        from zocrates_nb.index.vectors.fill import clear_progress, interrupted
 
         with self._queue_lock:
             pending, self._pending = self._pending, set()
@@ -87,13 +88,13 @@ class IndexConsistency(IndexCore):
             self.requeue(pending)  # keep them queued; reconcile would find them anyway
             raise
 
-    # ------------------------------------------------------------------ the sync's feed (index/dense_feed.py)
+    # ------------------------------------------------------------------ the sync's feed (index/vectors/feed.py)
     def feed(self, documents: int = 0) -> DenseFeed | None:
         """A background fill that a sync hands each committed batch to (``take_staged``), or None when a
         killed fill must be resumed first (the sync's final ``commit_vectors`` does that). A sync of
-        ``documents`` >= ``WORKER_MIN_DOCUMENTS`` gets its own embedding process (index/embed_worker.py)."""
-        from zocrates_nb.index.dense_feed import DenseFeed
-        from zocrates_nb.index.dense_fill import interrupted
+        ``documents`` >= ``WORKER_MIN_DOCUMENTS`` gets its own embedding process (index/embed/worker.py)."""
+        from zocrates_nb.index.vectors.feed import DenseFeed
+        from zocrates_nb.index.vectors.fill import interrupted
 
         if interrupted(self.paths.root):
             return None
@@ -114,11 +115,11 @@ class IndexConsistency(IndexCore):
         self, jobs: Iterable[set[str]], stored: Callable[[list[str]], None], embedder: Any = None
     ) -> None:
         """The feed's fill: each job is a set of committed ids, taken when the embedder wants more, so it
-        goes on from one job to the next while the last is stored (index/dense_fill.py ``embed_jobs``).
+        goes on from one job to the next while the last is stored (index/vectors/fill.py ``embed_jobs``).
         Rows are embedded and stored, the vectors of ids without a row deleted; ``stored(ids)`` hears
         of both. No reconcile (FTS rows are still being committed beside it) and no progress file of
         its own (the feed keeps one). ``embedder`` is the feed's embedding process, if it has one."""
-        from zocrates_nb.index.embed_worker import WorkerFailed
+        from zocrates_nb.index.embed.worker import WorkerFailed
 
         def done(ids: list[str]) -> None:
             self._write(lambda conn: pending.remove(conn, ids))
@@ -152,7 +153,7 @@ class IndexConsistency(IndexCore):
     def fill_interrupted(self) -> bool:
         """True when a dense fill was killed before it finished: the next ``commit_vectors`` resumes it
         (embedding only what is missing), so a sync's consistency check leaves the vectors to it."""
-        from zocrates_nb.index.dense_fill import interrupted
+        from zocrates_nb.index.vectors.fill import interrupted
 
         return interrupted(self.paths.root)
 
@@ -174,9 +175,9 @@ class IndexConsistency(IndexCore):
         return {"upserted": len(todo), "deleted": len(gone)}
 
     def _embed_todo(self, todo: list[fts.ChunkRow], progress: Callable[[int, int], None] | None) -> None:
-        """Embed and store ``todo``: a big job in an embedding process of its own (index/embed_worker.py),
+        """Embed and store ``todo``: a big job in an embedding process of its own (index/embed/worker.py),
         a small one, or what a failed process left, in this one."""
-        from zocrates_nb.index.embed_worker import WorkerFailed
+        from zocrates_nb.index.embed.worker import WorkerFailed
 
         stored: set[str] = set()
 
@@ -207,10 +208,10 @@ class IndexConsistency(IndexCore):
         total: int = 0,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
-        """The one fill loop (index/dense_fill.py): identical texts once, sorted by length when the model
+        """The one fill loop (index/vectors/fill.py): identical texts once, sorted by length when the model
         pads, the progress file when the total is known. The store opens at its first write, so the
         model starts on the first part while Chroma loads."""
-        from zocrates_nb.index.dense_fill import embed_jobs
+        from zocrates_nb.index.vectors.fill import embed_jobs
 
         embed_jobs(
             jobs,
@@ -281,7 +282,7 @@ class IndexConsistency(IndexCore):
         rebuild`` then re-makes it from the library) instead of aborting the whole rebuild.
         """
         from zocrates_nb.corpus.bundle import stored_documents
-        from zocrates_nb.locks import corpus_lock
+        from zocrates_nb.storage.locks import corpus_lock
 
         with corpus_lock(self.paths.locks):
             documents = corpus.documents() if corpus is not None else stored_documents(self.paths.corpus)
@@ -330,7 +331,7 @@ class IndexConsistency(IndexCore):
 
 
 class _OpenOnWrite:
-    """The vector store, opened by the first ``upsert`` (on the fill's writer thread, index/dense_fill.py)."""
+    """The vector store, opened by the first ``upsert`` (on the fill's writer thread, index/vectors/fill.py)."""
 
     def __init__(self, open_store: Callable[[], Any]) -> None:
         self._open = open_store
@@ -341,7 +342,7 @@ class _OpenOnWrite:
 
 def _count_tokens() -> Callable[[str], int] | None:
     """The embedder's token counter (tokenizer only, no model load), or None to estimate."""
-    from zocrates_nb.index.embed import token_counter
+    from zocrates_nb.index.embed.model import token_counter
 
     return token_counter()
 
@@ -361,7 +362,7 @@ def _index_rows(documents: Iterable[Any]) -> tuple[list[tuple[fts.FtsDocument, l
 
 
 def _metadata(row: fts.ChunkRow) -> dict:
-    from zocrates_nb.index.vectors import chunk_metadata
+    from zocrates_nb.index.vectors.store import chunk_metadata
 
     keys = [c for c in row.collections if _looks_like_key(c)]
     names = [c for c in row.collections if not _looks_like_key(c)]

@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from zocrates_nb.errors import ConfigError, IndexCorruptError, ZocratesError
-from zocrates_nb.index import fts, pending
-from zocrates_nb.index.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, NOTE_SHARE, PAPER_WINDOW, PARENT_SHARE
-from zocrates_nb.index.impacts import MAX_POSTINGS, TermImpacts
-from zocrates_nb.index.lexical import DocumentFrequencies
-from zocrates_nb.index.side_reads import SideReader
+from zocrates_nb.index.lexical import fts
+from zocrates_nb.index.lexical.impacts import MAX_POSTINGS, TermImpacts
+from zocrates_nb.index.lexical.side_reads import SideReader
+from zocrates_nb.index.lexical.split import DocumentFrequencies
+from zocrates_nb.index.rank.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, NOTE_SHARE, PAPER_WINDOW, PARENT_SHARE
+from zocrates_nb.index.vectors import pending
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.protocols import Embedder
-from zocrates_nb.sqlite_tx import enable_wal
+from zocrates_nb.storage.sqlite_tx import enable_wal
 
 _log = logging.getLogger(__name__)
 REBUILD_HINT = (
@@ -37,9 +38,9 @@ DEFAULT_RRF_K = 20
 
 
 def load_default_embedder() -> Embedder:
-    """The offline MiniLM model (index/embed.py); a failure says what to install."""
+    """The offline MiniLM model (index/embed/model.py); a failure says what to install."""
     try:
-        from zocrates_nb.index.embed import MiniLMEmbedder
+        from zocrates_nb.index.embed.model import MiniLMEmbedder
 
         return MiniLMEmbedder()
     except ZocratesError:
@@ -57,13 +58,13 @@ def open_vector_store(
 ) -> Any:
     """The vector store for ``config["vectors"]``: Chroma in process or over HTTP.
 
-    ``one_shot`` with a local store: reads through index/vector_fast.py (no ``import chromadb``).
+    ``one_shot`` with a local store: reads through index/vectors/fast.py (no ``import chromadb``).
     """
     if one_shot and ((config.get("vectors") or {}).get("mode") or "persistent") == "persistent":
-        from zocrates_nb.index.vector_fast import ReadFirstVectors
+        from zocrates_nb.index.vectors.fast import ReadFirstVectors
 
         return ReadFirstVectors(paths, config, model_id=model_id, dim=dim)
-    from zocrates_nb.index.vectors import VectorStore
+    from zocrates_nb.index.vectors.store import VectorStore
 
     return VectorStore(paths, config, model_id=model_id, dim=dim)
 
@@ -82,7 +83,7 @@ class IndexCore:
     and ``config``), so wiring one in costs nothing until it is needed; ``vectors`` passes
     an already open store instead. Either way the index owns the store (``close`` closes it).
     ``one_shot=True`` is for a process that searches once and exits (``zocrates-nb search``):
-    dense reads of a local store skip ``import chromadb`` (index/vector_fast.py) and the store is
+    dense reads of a local store skip ``import chromadb`` (index/vectors/fast.py) and the store is
     not reconciled with the FTS rows on first use — sync, ``index reconcile`` and doctor do that.
     """
 
@@ -116,7 +117,7 @@ class IndexCore:
             # >0: an RM3 pass from the top notes (off: no gain on dev)
             self.prf_notes = int(search_cfg.get("prf_notes", 0))
             self.prf_terms = int(search_cfg.get("prf_terms", 8))
-            # the everyday words' bm25 shares kept in memory (index/impacts.py); 0 turns the cache off
+            # the everyday words' bm25 shares kept in memory (index/lexical/impacts.py); 0 turns the cache off
             self.impact_postings = int(search_cfg.get("impact_postings", MAX_POSTINGS))
             if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
                 raise ValueError("out of range")
@@ -152,7 +153,7 @@ class IndexCore:
         self._worker_failed = False  # an embedding process failed here: embed in this process from now on
         self._pending: set[str] = set()  # chunk ids touched since the last commit_vectors
         # the queue's own lock: a sync stages rows inside its write transaction while the dense feed's
-        # thread may hold ``_lock`` waiting for that transaction to end (index/dense_feed.py)
+        # thread may hold ``_lock`` waiting for that transaction to end (index/vectors/feed.py)
         self._queue_lock = threading.Lock()
         self._store_lock = threading.Lock()  # opening the vector store (``import chromadb``: seconds)
         self._lock = threading.RLock()
@@ -214,7 +215,7 @@ class IndexCore:
         return self._embedder
 
     def worker_embedder(self) -> Any | None:
-        """An embedding process for a big job (index/embed_worker.py), or None to embed in this one: the
+        """An embedding process for a big job (index/embed/worker.py), or None to embed in this one: the
         wiring gave its own embedder, one failed in this process already, or it could not start."""
         if self._worker_failed:
             return None
@@ -222,7 +223,7 @@ class IndexCore:
             if self._embedder is None:
                 if self._make_embedder not in (None, load_default_embedder):
                     return None
-                from zocrates_nb.index.embed_worker import EmbedWorker
+                from zocrates_nb.index.embed.worker import EmbedWorker
 
                 return EmbedWorker()
             spawn = getattr(self._embedder, "worker", None)
@@ -238,7 +239,7 @@ class IndexCore:
             return self._vectors
         with self._store_lock:  # not ``_lock``: searches and staging go on while Chroma loads
             if self._vectors is None:
-                from zocrates_nb.index.embed import MODEL_DIM, MODEL_ID
+                from zocrates_nb.index.embed.model import MODEL_DIM, MODEL_ID
 
                 # the model id is known without loading the model: opening vectors stays cheap
                 model_id = getattr(self._embedder, "model_id", MODEL_ID)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from zocrates_nb.errors import IndexCorruptError
-from zocrates_nb.index import fts
+from zocrates_nb.index.lexical import fts
 
 __all__ = ["IDS_QUERY_MAX", "OVERFETCH_MAX", "AllowedIds", "SmallSetVectors", "dense_with_filter"]
 

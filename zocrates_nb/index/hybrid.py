@@ -4,7 +4,7 @@
 
 - index/core.py: the SQLite connection, the ``search`` settings, the embedder and the vector store;
 - index/consistency.py: keeping the index in line with the corpus (stage, commit, reconcile, rebuild);
-- index/searching.py: searching it, with the pure fusion and hit assembly in index/assembly.py.
+- index/searching.py: searching it, with the pure fusion and hit assembly in index/rank/assembly.py.
 
 This module adds the read-only views (document listings, stats) and ``close``.
 """
@@ -14,10 +14,18 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from zocrates_nb.index import fts
 from zocrates_nb.index.consistency import IndexConsistency
 from zocrates_nb.index.core import DEFAULT_RRF_K, REBUILD_HINT
-from zocrates_nb.index.ranking import FILTER_NAMES, MAX_QUERY_CHARS, MODES, SearchHit, check_filters, prepare_query, rrf
+from zocrates_nb.index.lexical import fts
+from zocrates_nb.index.rank.ranking import (
+    FILTER_NAMES,
+    MAX_QUERY_CHARS,
+    MODES,
+    SearchHit,
+    check_filters,
+    prepare_query,
+    rrf,
+)
 from zocrates_nb.index.searching import IndexSearch
 
 __all__ = [

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from zocrates_nb.index.context import MAX_CONTEXT_TOKENS, clip_to_tokens, context_line
-from zocrates_nb.index.fts import ChunkRow, FtsDocument
+from zocrates_nb.index.lexical.fts import ChunkRow, FtsDocument
 
 __all__ = [
     "NOTE_WHOLE_WORDS",

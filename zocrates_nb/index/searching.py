@@ -3,7 +3,7 @@
 Why RRF: on SciFact (offline-models-and-eval.md §D) porter bm25 scores 0.687 nDCG@10
 and MiniLM 0.645, and RRF(k=60) of the two 0.716 — the two retrievers fail on
 different queries, and RRF needs no score calibration between them. The fusion and
-the assembly of SearchHits are pure functions (index/fusion.py, index/assembly.py);
+the assembly of SearchHits are pure functions (index/rank/fusion.py, index/rank/assembly.py);
 this module gathers their inputs from the connection and the vector store.
 """
 
@@ -14,13 +14,13 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from zocrates_nb.errors import IndexCorruptError, QueryError, ZocratesError
-from zocrates_nb.index import fts
-from zocrates_nb.index.assembly import build_hits, chunk_units, collapse_to_documents, rank_units
 from zocrates_nb.index.core import REBUILD_HINT, IndexCore
-from zocrates_nb.index.fusion import fuse, lane_weight_for
-from zocrates_nb.index.lexical import lexical_search
-from zocrates_nb.index.query import note_intent
-from zocrates_nb.index.ranking import (
+from zocrates_nb.index.lexical import fts
+from zocrates_nb.index.lexical.split import lexical_search
+from zocrates_nb.index.rank.assembly import build_hits, chunk_units, collapse_to_documents, rank_units
+from zocrates_nb.index.rank.fusion import fuse, lane_weight_for
+from zocrates_nb.index.rank.note_lane import note_intent
+from zocrates_nb.index.rank.ranking import (
     MODES,
     SearchHit,
     check_filters,
@@ -130,7 +130,7 @@ class IndexSearch(IndexCore):
     def _dense(
         self, text: str, depth: int, filters: Mapping[str, str], query_embedding: Any
     ) -> list[tuple[str, float]]:
-        from zocrates_nb.index.vectors import where_for
+        from zocrates_nb.index.vectors.store import where_for
 
         if query_embedding is None:
             query_embedding = self.embedder.embed([text])[0]
@@ -160,8 +160,8 @@ class IndexSearch(IndexCore):
     ) -> list[SearchHit]:
         """Fuse (or pass through) the per-retriever lists, collapse to documents, attach provenance.
 
-        Fusion has a note lane (index/fusion.py): notes also score by their rank among notes.
-        The ranking itself is pure (index/assembly.py); this reads the rows it needs.
+        Fusion has a note lane (index/rank/fusion.py): notes also score by their rank among notes.
+        The ranking itself is pure (index/rank/assembly.py); this reads the rows it needs.
         """
         lists, note_chunks, weight, chunk_fused = self._fuse_chunks(lists, mode, query)
         if collapse:
@@ -211,7 +211,7 @@ class IndexSearch(IndexCore):
 
     def _feedback_list(self, query: str, ranked: list[str], note_chunks: Mapping[str, Any]) -> list[str]:
         """RM3-style second lexical pass over notes, expanded from the top notes of the first pass."""
-        from zocrates_nb.index.prf import feedback_ranking
+        from zocrates_nb.index.lexical.prf import feedback_ranking
 
         top = [c for c in ranked if c in note_chunks][: self.prf_notes]
         return (

@@ -19,9 +19,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..config_schema import LIBRARY_SOURCES
-from ..errors import ConfigError
-from .base import Collection, LibrarySnapshot, LibrarySource, Note, Paper
+from zocrates_nb.errors import ConfigError
+from zocrates_nb.library.base import Collection, LibrarySnapshot, LibrarySource, Note, Paper
+from zocrates_nb.settings.schema import LIBRARY_SOURCES
 
 __all__ = ["open_source", "local_api_key", "LibrarySource", "LibrarySnapshot", "Note", "Paper", "Collection", "SOURCES"]
 
@@ -55,11 +55,11 @@ def open_source(paths, config: dict, *, local_key: Callable[[], str | None] | No
     lib = dict((config or {}).get("library") or {})
     source = lib.get("source") or "demo"
     if source == "demo":
-        from .local import DemoLibrary
+        from zocrates_nb.library.local import DemoLibrary
 
         return DemoLibrary(paths.demo_library, Path(lib["content_dir"]) if lib.get("content_dir") else None)
     if source in ("zotero-sqlite", "zotero-dir"):
-        from .zotero_desktop import ZoteroDesktopLibrary
+        from zocrates_nb.library.desktop.snapshot import ZoteroDesktopLibrary
 
         setting = "sqlite_path" if source == "zotero-sqlite" else "zotero_dir"
         if not lib.get(setting):
@@ -72,7 +72,7 @@ def open_source(paths, config: dict, *, local_key: Callable[[], str | None] | No
             **{setting: Path(lib[setting]).expanduser()}, library_id=lib.get("desktop_library_id")
         )
     if source == "zotero-web":
-        from .zotero_web import ZoteroWebLibrary
+        from zocrates_nb.library.web.source import ZoteroWebLibrary
 
         local = bool(lib.get("local"))
         library_id = lib.get("library_id")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 # the records and key helpers live at the bottom of the package; re-exported for the sources and old imports
-from ..records import KEY_ALPHABET, KEY_RE, Collection, Note, Paper, is_valid_key, new_key
+from zocrates_nb.records import KEY_ALPHABET, KEY_RE, Collection, Note, Paper, is_valid_key, new_key
 
 __all__ = [
     "KEY_ALPHABET",
@@ -33,7 +33,7 @@ __all__ = [
 
 def check_note_html(html: str) -> None:
     """What every writable source refuses before talking to its store: non-text or empty notes."""
-    from ..errors import LibraryError
+    from zocrates_nb.errors import LibraryError
 
     if not isinstance(html, str):
         raise LibraryError(

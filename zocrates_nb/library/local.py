@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import LibraryError, NotFoundError
-from ..sqlite_tx import enable_wal, immediate_transaction
-from .base import Collection, LibrarySnapshot, Note, Paper, check_note_html, is_valid_key, new_key
+from zocrates_nb.errors import LibraryError, NotFoundError
+from zocrates_nb.library.base import Collection, LibrarySnapshot, Note, Paper, check_note_html, is_valid_key, new_key
+from zocrates_nb.storage.sqlite_tx import enable_wal, immediate_transaction
 
 DEMO_CONTENT_DIR = Path(__file__).resolve().parent / "demo"
 

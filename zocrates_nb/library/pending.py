@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .base import LibrarySnapshot, Note
+from zocrates_nb.library.base import LibrarySnapshot, Note
 
 
 def is_zotero_source(source: Any) -> bool:

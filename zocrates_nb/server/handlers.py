@@ -17,10 +17,10 @@ from typing import Any
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
 
-from zocrates_nb.config import LLM_FIELDS, ConfigStore
 from zocrates_nb.errors import ValidationError, ZocratesError
+from zocrates_nb.health.status import collect_status
 from zocrates_nb.paths import DataPaths
-from zocrates_nb.status import collect_status
+from zocrates_nb.settings.config import LLM_FIELDS, ConfigStore
 
 ACCEPTED_FIELDS = (*LLM_FIELDS, "user_research_profile")
 #: the largest body accepted: a profile is at most a few thousand characters, settings are short

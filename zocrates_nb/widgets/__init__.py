@@ -2,7 +2,7 @@
 
 Only this package imports ipywidgets/anywidget. Names are loaded lazily so that importing the
 package (or ``zocrates_nb.widgets.render``, which re-exports the one renderer in
-``zocrates_nb.render``) never pulls in ipywidgets.
+``zocrates_nb.display.render``) never pulls in ipywidgets.
 """
 
 from __future__ import annotations

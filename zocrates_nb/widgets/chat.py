@@ -23,12 +23,12 @@ import anywidget
 import ipywidgets as widgets
 import traitlets
 
-from .. import render  # the one renderer (zocrates_nb.render)
-from ..errors import ZocratesError
-from . import _default_workbench
+from zocrates_nb.display import render  # the one renderer (zocrates_nb.display.render)
+from zocrates_nb.errors import ZocratesError
+from zocrates_nb.widgets import _default_workbench
 
 # the collection / parent-paper pickers (and their constants) live in save_destination.py (issue 12)
-from .save_destination import NO_COLLECTION, NO_PARENT, SHOW_ALL_PAPERS_UP_TO, SaveDestination
+from zocrates_nb.widgets.save_destination import NO_COLLECTION, NO_PARENT, SHOW_ALL_PAPERS_UP_TO, SaveDestination
 
 __all__ = [
     "NO_COLLECTION",

@@ -17,8 +17,8 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ..errors import ZocratesError
-from . import _default_workbench
+from zocrates_nb.errors import ZocratesError
+from zocrates_nb.widgets import _default_workbench
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -51,7 +51,7 @@ class ProfileEditor(anywidget.AnyWidget):
     def __init__(self, workbench: Any = None, **kwargs: Any) -> None:
         if workbench is None:
             workbench = _default_workbench()
-        from ..profile import SAMPLE_RESEARCH_PROFILE
+        from zocrates_nb.settings.profile import SAMPLE_RESEARCH_PROFILE
 
         self.workbench = workbench
         limit = workbench.profile_limit
@@ -72,7 +72,7 @@ class ProfileEditor(anywidget.AnyWidget):
         self._update_tokens(change["new"])
 
     def _update_tokens(self, text: str) -> None:
-        from ..profile import profile_token_report
+        from zocrates_nb.settings.profile import profile_token_report
 
         report = profile_token_report(text, limit=self.max_chars)
         self.token_count = int(report["tokens"])

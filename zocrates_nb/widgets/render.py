@@ -1,4 +1,4 @@
-"""Old home of the HTML builders, kept importable: the one renderer is ``zocrates_nb.render``.
+"""Old home of the HTML builders, kept importable: the one renderer is ``zocrates_nb.display.render``.
 
 Why a re-export: the chat panel and existing notebooks import ``zocrates_nb.widgets.render``; the
 builders themselves live outside ``widgets/`` so that engine objects can render without the UI package.
@@ -6,8 +6,7 @@ builders themselves live outside ``widgets/`` so that engine objects can render 
 
 from __future__ import annotations
 
-from zocrates_nb.records import INLINE_WORDS
-from zocrates_nb.render import (
+from zocrates_nb.display.render import (
     SNIPPET_CHARS,
     BundleView,
     answer_sources,
@@ -26,6 +25,7 @@ from zocrates_nb.render import (
     saved_message,
     snippet,
 )
+from zocrates_nb.records import INLINE_WORDS
 
 __all__ = [
     "INLINE_WORDS",

@@ -50,7 +50,7 @@ class SaveDestination:
 
     def _fill_pickers(self) -> None:
         """Fill the destination pickers: the collection tree, and the papers' type-ahead index."""
-        from .picker import PaperIndex, collection_tree
+        from zocrates_nb.widgets.picker import PaperIndex, collection_tree
 
         collections = self.workbench.collections()
         self._collection_names = {c.key: c.name for c in collections}
@@ -62,7 +62,7 @@ class SaveDestination:
 
     def filter_parents(self, query: str) -> list[tuple[str, str]]:
         """Show the top 20 papers matching ``query`` (the suggested parent first); keep the current pick."""
-        from .picker import TOP_N, filter_papers
+        from zocrates_nb.widgets.picker import TOP_N, filter_papers
 
         small = not query.strip() and len(self._paper_index) <= SHOW_ALL_PAPERS_UP_TO
         matches = filter_papers(self._paper_index, query, limit=len(self._paper_index) if small else TOP_N)
@@ -79,7 +79,7 @@ class SaveDestination:
 
     def suggest_parent(self, answer: Any) -> str | None:
         """Offer the paper ``answer`` cites most as the parent (listed first; not selected for you)."""
-        from .picker import suggested_parent
+        from zocrates_nb.widgets.picker import suggested_parent
 
         self._suggested = suggested_parent(answer, frozenset(self._paper_titles))
         self.filter_parents(self.paper_search.value)

@@ -1,0 +1,176 @@
+"""A cheap snapshot of one data directory, for ``zocrates-nb status`` and ``GET /zocrates/status``.
+
+Cheap on purpose: the Jupyter server calls it on every status request, so it
+imports no ChromaDB and opens ``conversion_meta.db`` read-only (it never creates
+it). It reports whether an API key is set, never the key.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+from zocrates_nb.errors import ConfigError, ZocratesError
+from zocrates_nb.settings.config import ConfigStore, LLMSettings, merge_defaults
+from zocrates_nb.settings.profile import profile_token_report
+
+if TYPE_CHECKING:
+    from zocrates_nb.paths import DataPaths
+
+
+def library_label(library: dict) -> str:
+    """A human label for the configured library source."""
+    source = library.get("source", "demo")
+    if source == "zotero-sqlite":
+        where = library.get("zotero_dir") or library.get("sqlite_path") or "the default Zotero data directory"
+        return f"Zotero desktop ({where})"
+    if source == "zotero-web":
+        kind = library.get("library_type", "user")
+        local = ", local API" if library.get("local") else ""
+        return f"Zotero Web API ({kind} {library.get('library_id') or '?'}{local})"
+    return "demo library"
+
+
+def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None]:
+    """(documents by kind, chunk rows, error) from conversion_meta.db; zeros when it does not exist yet."""
+    if not paths.meta_db.exists():
+        return {}, 0, None
+    try:
+        conn = sqlite3.connect(f"file:{paths.meta_db}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error as exc:
+        return {}, 0, f"cannot open {paths.meta_db.name}: {exc}"
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        documents: dict[str, int] = {}
+        if "documents" in tables:
+            documents = {
+                kind: n for kind, n in conn.execute("SELECT kind, count(*) FROM documents GROUP BY kind ORDER BY kind")
+            }
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0] if "chunks" in tables else 0
+        return documents, chunks, None
+    except sqlite3.Error as exc:
+        return {}, 0, f"cannot read {paths.meta_db.name}: {exc}"
+    finally:
+        conn.close()
+
+
+def collect_status(paths: DataPaths) -> dict[str, Any]:
+    """Version, data dir, profile, LLM (no key), library source, corpus and index counts.
+
+    A damaged config does not hide the rest: its message and hint are reported
+    under ``config_error`` and the defaults are shown for the config part.
+    """
+    from zocrates_nb import __version__
+    from zocrates_nb.settings.credentials import api_key_source
+
+    status: dict[str, Any] = {"version": __version__, "data_dir": str(paths.root)}
+    store = ConfigStore.for_paths(paths)
+    try:
+        config = store.read()
+    except ConfigError as exc:
+        config = merge_defaults({})
+        status["config_error"] = {"message": exc.message, "hint": exc.hint}
+    profile = config["user_research_profile"]
+    report = profile_token_report(profile, config["max_research_profile_chars"])
+    settings = LLMSettings.from_config(config)
+    try:
+        key_source = api_key_source(paths, settings)
+    except ZocratesError as exc:
+        key_source, status["secrets_error"] = None, {"message": exc.message, "hint": exc.hint}
+    documents, chunks, db_error = _corpus_counts(paths)
+    status.update(
+        {
+            "config_path": str(store.path),
+            "profile_configured": bool(profile.strip()),
+            "profile_chars": report["chars"],
+            "profile_limit": report["limit"],
+            "profile_tokens": report["tokens"],
+            "profile_share_of_128k": report["share_of_128k"],
+            "llm": {
+                "configured": settings.configured,
+                "base_url": settings.base_url,
+                "model": settings.model,
+                "models": dict(settings.models),
+                "api_key_env": settings.api_key_env,
+                "api_key_set": key_source is not None,
+                "api_key_source": key_source,
+            },
+            "library": {"source": config["library"].get("source", "demo"), "label": library_label(config["library"])},
+            "vectors": {"mode": config["vectors"].get("mode", "persistent")},
+            "corpus": {
+                "notes": documents.get("note", 0),
+                "papers": documents.get("paper", 0),
+                "documents": sum(documents.values()),
+            },
+            "index": {"chunks": chunks},
+        }
+    )
+    if db_error:
+        status["corpus"]["error"] = db_error
+    from zocrates_nb.library.writing.outbox import Outbox
+
+    status["outbox"] = Outbox.for_paths(paths).counts()  # saved notes not in Zotero / not synced down yet
+    from zocrates_nb.health.doctor import quick_health
+
+    status["health"] = quick_health(paths)
+    from zocrates_nb.index.vectors.fill import read_progress
+
+    dense = read_progress(paths.root)
+    if dense is not None:  # a fill in progress, or one a killed sync left to resume
+        status["index"]["dense_progress"] = dense
+    return status
+
+
+def format_status(status: dict[str, Any]) -> str:
+    """The status as a few readable lines (for the CLI)."""
+    llm = status["llm"]
+    if llm["configured"]:
+        roles = ", ".join(f"{r}={m}" for r, m in sorted(llm["models"].items()))
+        llm_line = (
+            f"{llm['base_url']} · model {llm['model'] or '(none)'}"
+            + (f" · roles {roles}" if roles else "")
+            + f" · API key {'set (' + llm['api_key_source'] + ')' if llm['api_key_set'] else 'NOT set'}"
+        )
+    else:
+        llm_line = "not configured (answers are evidence-only) — `zocrates-nb llm set --base-url URL --model NAME`"
+    profile = (
+        f"{status['profile_chars']} / {status['profile_limit']} characters · {status['profile_tokens']} tokens "
+        f"({status['profile_share_of_128k']:.2%} of 128k)"
+        if status["profile_configured"]
+        else "not set — `zocrates-nb profile set --text '...'`"
+    )
+    corpus = status["corpus"]
+    lines = [
+        f"zocrates_nb {status['version']}",
+        f"data directory : {status['data_dir']}",
+        f"library        : {status['library']['label']}",
+        f"corpus         : {corpus['notes']} notes, {corpus['papers']} papers"
+        + (f" ({corpus['error']})" if corpus.get("error") else ""),
+        f"index          : {status['index']['chunks']} chunks"
+        + (f" · {_dense_line(status['index']['dense_progress'])}" if status["index"].get("dense_progress") else ""),
+        f"profile        : {profile}",
+        f"LLM            : {llm_line}",
+    ]
+    outbox = status.get("outbox") or {}
+    if outbox.get("outbox"):
+        lines.append(f"outbox         : {outbox['outbox']} saved notes not yet in Zotero — `zocrates-nb outbox list`")
+    if outbox.get("waiting"):
+        from zocrates_nb.library.writing.outbox import format_age
+
+        oldest = outbox.get("oldest_waiting_s")
+        lines.append(
+            f"outbox         : {outbox['waiting']} saved notes waiting for Zotero to sync"
+            + (f" (the oldest for {format_age(oldest)})" if oldest is not None else "")
+        )
+    if "health" in status:
+        lines.append(f"health         : {status['health']['summary']}")
+    for problem in ("config_error", "secrets_error"):
+        if problem in status:
+            lines.append(f"PROBLEM        : {status[problem]['message']}\n  → {status[problem]['hint']}")
+    return "\n".join(lines)
+
+
+def _dense_line(progress: dict) -> str:
+    from zocrates_nb.index.vectors.fill import progress_line
+
+    return progress_line(progress) or ""

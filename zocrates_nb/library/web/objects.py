@@ -1,0 +1,104 @@
+"""Zotero Web API objects → records, and the SQL of the Web library's local cache — no network.
+
+``ZoteroWebLibrary`` (library/web/source.py, the only module that imports pyzotero) keeps
+the API's JSON objects in a SQLite cache; these pure functions turn them into the
+``Note`` and ``Paper`` records the rest of the package reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from zocrates_nb.library.base import Note, Paper
+
+__all__ = ["CACHE_SCHEMA", "PAPER_FULLTEXT", "VISIBLE_NOTES", "note_from_object", "paper_from_object", "with_text"]
+
+_YEAR_RE = re.compile(r"\b(\d{4})\b")
+
+CACHE_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, version INTEGER NOT NULL, item_type TEXT NOT NULL,"
+    " parent_key TEXT, deleted INTEGER NOT NULL DEFAULT 0, obj TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS items_type ON items(item_type)",
+    "CREATE TABLE IF NOT EXISTS collections (key TEXT PRIMARY KEY, version INTEGER NOT NULL, name TEXT NOT NULL,"
+    " parent_key TEXT, deleted INTEGER NOT NULL DEFAULT 0)",
+    # attachment full text (GET /fulltext?since=V, then /items/KEY/fulltext), as .zotero-ft-cache on desktop
+    "CREATE TABLE IF NOT EXISTS fulltext (key TEXT PRIMARY KEY, version INTEGER NOT NULL, content TEXT NOT NULL)",
+)
+PAPER_FULLTEXT = (
+    "SELECT a.parent_key, f.content FROM fulltext f JOIN items a ON a.key = f.key "
+    "WHERE a.deleted = 0 AND a.parent_key IS NOT NULL ORDER BY a.parent_key, a.key"
+)
+VISIBLE_NOTES = (
+    "SELECT i.obj FROM items i LEFT JOIN items p ON p.key = i.parent_key "
+    "WHERE i.item_type = 'note' AND i.deleted = 0 AND COALESCE(p.deleted, 0) = 0"
+)
+
+
+def note_from_object(obj: dict) -> Note:
+    """A Web API item object (``{key, version, data: {...}}``) of type note → ``Note``."""
+    data = obj.get("data", obj)
+    parent = data.get("parentItem") or None
+    return Note(
+        key=data["key"],
+        html=data.get("note") or "",
+        parent_key=parent,
+        collections=() if parent else tuple(data.get("collections") or ()),
+        version=int(data.get("version", obj.get("version", 0)) or 0),
+        date_modified=data.get("dateModified", ""),
+    )
+
+
+def paper_from_object(obj: dict) -> Paper:
+    """A regular Web API item → ``Paper`` (authors preferred over other creator types, as cited)."""
+    data, meta = obj.get("data", obj), obj.get("meta") or {}
+    names = []
+    for c in data.get("creators") or ():
+        last_first = (c.get("lastName", "").strip(), c.get("firstName", "").strip())
+        name = c.get("name") or ", ".join(x for x in last_first if x)
+        names.append((name, c.get("creatorType")))
+    authors = [n for n, t in names if t == "author"]
+    date = data.get("date") or ""
+    year_src = (meta.get("parsedDate") or "")[:4] if meta.get("parsedDate") else ""
+    year = int(year_src) if year_src.isdigit() and int(year_src) else None
+    if year is None and (m := _YEAR_RE.search(date)):
+        year = int(m.group(1))
+    title = next((data[f] for f in ("title", "caseName", "nameOfAct", "subject") if data.get(f)), "")
+    publication = next(
+        (
+            data[f]
+            for f in (
+                "publicationTitle",
+                "bookTitle",
+                "proceedingsTitle",
+                "websiteTitle",
+                "blogTitle",
+                "publisher",
+                "university",
+            )
+            if data.get(f)
+        ),
+        "",
+    )
+    return Paper(
+        key=data["key"],
+        title=title,
+        item_type=data.get("itemType", "journalArticle"),
+        creators=tuple(authors or [n for n, _ in names]),
+        year=year,
+        date=date,
+        doi=data.get("DOI") or None,
+        abstract=data.get("abstractNote") or None,
+        fulltext=None,
+        publication=publication,
+        collections=tuple(data.get("collections") or ()),
+        version=int(data.get("version", obj.get("version", 0)) or 0),
+        date_modified=data.get("dateModified", ""),
+    )
+
+
+def with_text(paper: Paper, texts: dict[str, list[str]]) -> Paper:
+    """The paper with its attachments' full text (as the desktop's ``.zotero-ft-cache`` gives it)."""
+    parts = texts.get(paper.key)
+    return dataclasses.replace(paper, fulltext="\n\n".join(parts)) if parts else paper
