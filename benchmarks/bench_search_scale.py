@@ -173,7 +173,7 @@ def build(cache: Path, notes: int, papers: int, per_paper: int, real: int) -> di
 
     rng = np.random.default_rng(7)
     rows = [r for _, chunk_rows in records for r in chunk_rows]
-    store = index._store()
+    store = index.vector_store()
     started = time.perf_counter()
     for start in range(0, len(rows), 1000):
         part = rows[start : start + 1000]

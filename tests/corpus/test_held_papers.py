@@ -36,7 +36,7 @@ def test_online_identity_comes_from_the_table_without_reading_manifests(demo_wor
 def test_removed_papers_leave_the_table(demo_workbench):
     key = demo_workbench.corpus.keys(kind="paper")[0]
     title = demo_workbench.corpus.manifest(key)["title"]
-    demo_workbench.corpus._remove([key])
+    demo_workbench.corpus.remove_documents([key])
     held = held_papers.load(demo_workbench.paths.meta_db)
     assert title not in {t for _, t in held}
 

@@ -88,11 +88,11 @@ def test_a_killed_first_sync_is_resumed_without_embedding_anything_twice(tmp_pat
     assert status["index"]["dense_progress"]["running"] is False
     assert "interrupted" in format_status(status) and f"/ {progress['total']:,})" in format_status(status)
 
-    already = set(wb.index._store().all_ids())  # what the killed sync had upserted
+    already = set(wb.index.vector_store().all_ids())  # what the killed sync had upserted
     assert len(already) >= 48
     report = wb.sync(progress=False)
     assert not report.warnings, report.warnings
-    assert set(wb.index._store().all_ids()) == chunk_ids
+    assert set(wb.index.vector_store().all_ids()) == chunk_ids
     embedded = wb.index._embedder.texts
     expected = {embedding_text_of(wb, cid) for cid in chunk_ids - already}
     assert set(embedded) == expected and len(embedded) == len(expected)  # nothing embedded twice

@@ -10,9 +10,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "zocrates_nb"
 OWNERS = {
     "chromadb": {"index/vectors/store.py"},
     "chromadb_rust_bindings": {"index/vectors/fast.py"},  # Chroma's Rust core: read-only one-shot queries
-    "onnxruntime": {"index/embed/model.py"},
-    "onnx": {"index/embed/build.py"},  # only the one-time model build writes ONNX graphs (runtime: embed.py)
-    "tokenizers": {"index/embed/model.py"},
     "duckdb": {"diagnostics/views.py"},
     "openai": {"agents/llm.py"},
     "pyzotero": {"library/web/source.py"},
@@ -23,14 +20,21 @@ OWNERS = {
     "quicktok": {"tokens.py"},
     "matplotlib": {"diagnostics/plots.py"},
     "tqdm": {"progress.py"},
-    "filelock": {"config.py", "locks.py"},
+    "filelock": {"settings/config.py", "storage/locks.py"},
     "httpx": {"agents/online_clients.py"},
     "defusedxml": {"agents/online_clients.py"},
     "httpx2": {"library/web/source.py"},  # pyzotero's own HTTP client, for its error types
 }
 
 #: libraries owned by a whole sub-package rather than one module
-PACKAGE_OWNERS = {"ipywidgets": "widgets/", "anywidget": "widgets/"}
+PACKAGE_OWNERS = {
+    "ipywidgets": "widgets/",
+    "anywidget": "widgets/",
+    # the embedding model: its runtime (model.py), its one-time ONNX build and int8 quantization (build.py)
+    "onnxruntime": "index/embed/",
+    "onnx": "index/embed/",
+    "tokenizers": "index/embed/",
+}
 
 
 def _imports(path: Path) -> set[str]:

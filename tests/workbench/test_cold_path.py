@@ -238,7 +238,7 @@ def test_one_shot_search_ranks_exactly_like_the_full_client(demo_home, filters, 
             wb.close()
 
     fast = Workbench(demo_home, one_shot=True)
-    reads = fast.index._store()
+    reads = fast.index.vector_store()
     want_hits, want_scores, want_notice = ranked(Workbench(demo_home))
     got_hits, got_scores, got_notice = ranked(fast)
     assert got_hits == want_hits and got_notice == want_notice is None

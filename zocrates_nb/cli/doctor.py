@@ -1,6 +1,6 @@
 """``zocrates-nb doctor [--repair] [--json]``: check (and repair) every store of the data directory.
 
-The checks and repairs live in ``zocrates_nb/health/doctor.py``; this module only declares the command.
+The checks and repairs live in ``zocrates_nb/workbench/doctor.py``; this module only declares the command.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from zocrates_nb.cli._common import EXIT_ERROR, EXIT_OK, paths_from_args
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from zocrates_nb.health.doctor import format_report, run_doctor
+    from zocrates_nb.workbench.doctor import format_report, run_doctor
 
     result = run_doctor(paths_from_args(args), repair=args.repair)
     if args.json:

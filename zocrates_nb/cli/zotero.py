@@ -196,8 +196,8 @@ def add_library_actions(actions, common) -> None:
 
 def library_show_extras(args: argparse.Namespace, library: dict) -> dict:
     """What ``library show --json`` adds: the writer that would save now, and the outbox size."""
+    from zocrates_nb.library.writing.choice import writer_summary
     from zocrates_nb.library.writing.outbox import Outbox
-    from zocrates_nb.workbench.saving import writer_summary
 
     paths = _paths(args)
     source = library.get("source", "demo")

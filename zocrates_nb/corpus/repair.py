@@ -111,7 +111,7 @@ def restore_from_bundles(corpus: Any, indexer: Any = None) -> dict[str, int]:
                 indexer.stage(conn, manifest, markdown)
             restored += 1
     if indexer is not None:
-        corpus._commit_vectors()
+        corpus.commit_vectors()
     return {"restored": restored, "skipped": skipped}
 
 
@@ -244,7 +244,7 @@ def check_consistency(corpus: Any, indexer: Any, *, verify: bool = False, vector
         result.extra_in_index = index_keys - meta_keys
         if vectors or getattr(indexer, "_vectors", None) is not None:
             try:
-                result.vectors = indexer._store().count()
+                result.vectors = indexer.vector_store().count()
             except IndexCorruptError as exc:
                 if not vectors:
                     raise
@@ -292,7 +292,7 @@ def rebuild_and_repair(corpus: Any, indexer: Any, progress: Any = None) -> dict[
         repaired, failed = [], {}
         for key in stats.get("skipped", []):
             try:
-                corpus._rematerialize_now(key)
+                corpus.rematerialize_now(key)
                 repaired.append(key)
             except NotFoundError:  # no longer in the library: the bundle goes
                 remove_bundle(corpus.corpus_dir, key)

@@ -24,8 +24,9 @@ from zocrates_nb.corpus.bundle import (
     read_manifest,
     stored_documents,
 )
-from zocrates_nb.corpus.sync_run import BATCH, SyncReport, SyncRun
-from zocrates_nb.corpus.writer import CorpusWriter, DocumentIndexer, failure_reason, note_source_hash, try_manifest
+from zocrates_nb.corpus.report import SyncReport, failure_reason
+from zocrates_nb.corpus.sync_run import BATCH, SyncRun
+from zocrates_nb.corpus.writer import CorpusWriter, DocumentIndexer, note_source_hash, try_manifest
 from zocrates_nb.errors import ConversionError, NotFoundError
 
 __all__ = ["Corpus", "SyncReport", "DocumentIndexer", "BATCH", "find_section", "note_source_hash"]
@@ -77,7 +78,7 @@ class Corpus(CorpusWriter):
         kind, stored_hash, version, _ = row
         record = self.source.get_note(key) if kind == "note" else self.source.get_paper(key)
         if record is None:
-            self._remove([key])
+            self.remove_documents([key])
             raise NotFoundError(
                 f"The {kind} {key} is no longer in the library (deleted or trashed).",
                 "Search again; it has been removed from the corpus and the index.",
@@ -103,7 +104,7 @@ class Corpus(CorpusWriter):
             log.warning("serving the previous bundle of %s: re-materializing failed: %s", key, failure_reason(err))
             return _Resolved(bundle_dir, False, False, failure_reason(err))
 
-    def _rematerialize_now(self, key: str) -> Path:
+    def rematerialize_now(self, key: str) -> Path:
         row = self.meta.lookup(key)
         kind = row[0] if row else "note"
         record = self.source.get_note(key) if kind == "note" else self.source.get_paper(key)
@@ -138,7 +139,7 @@ class Corpus(CorpusWriter):
             manifest, markdown = read_bundle(bundle_dir)
         except (BundleError, NotFoundError) as err:  # damaged or half-deleted on disk: rebuild it once
             log.warning("bundle %s unreadable (%s); re-materialising", key, err)
-            manifest, markdown = read_bundle(self._rematerialize_now(key))
+            manifest, markdown = read_bundle(self.rematerialize_now(key))
         if section is None:
             return markdown
         entry = find_section(manifest.get("toc") or [], section)
@@ -157,7 +158,7 @@ class Corpus(CorpusWriter):
             return read_manifest(bundle_dir)
         except NotFoundError as err:  # unreadable okf.json (e.g. truncated by a crash): rebuild it once
             log.warning("manifest of %s unreadable (%s); re-materialising", key, err)
-            return read_manifest(self._rematerialize_now(key))
+            return read_manifest(self.rematerialize_now(key))
 
     def materialize_note(self, note) -> Path:
         """Convert, bundle and index a note now (right after Save as Note)."""

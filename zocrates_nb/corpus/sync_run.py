@@ -11,64 +11,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.convert.convert import CONVERTER_VERSION, ConvertedNote, paper_source_hash
 from zocrates_nb.corpus import held_papers
 from zocrates_nb.corpus.bundle import PreparedBundle
-from zocrates_nb.corpus.writer import WorkItem, failure_reason, hash_json, note_source_hash
+from zocrates_nb.corpus.report import SyncReport, failure_reason
+from zocrates_nb.corpus.writer import WorkItem, hash_json, note_source_hash
 from zocrates_nb.errors import ConversionError
 from zocrates_nb.progress import ProgressReporter
 from zocrates_nb.storage.locks import corpus_lock
 
 if TYPE_CHECKING:
-    from zocrates_nb.corpus.sync import Corpus
+    from zocrates_nb.corpus.writer import CorpusWriter
 
 BATCH = 64  # documents per write transaction during sync (one COMMIT each, a savepoint per document)
-
-
-@dataclass
-class SyncReport:
-    """What one sync did: counts, per-key failures and warnings, and how long it took."""
-
-    counts: dict[str, int] = field(
-        default_factory=lambda: dict.fromkeys(("new", "changed", "unchanged", "removed", "failed"), 0)
-    )
-    failures: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[tuple[str, str]] = field(default_factory=list)
-    seconds: float = 0.0
-    changed_keys: list[str] = field(default_factory=list)  # re-materialized because their hash changed
-
-    def to_dict(self) -> dict:
-        return {
-            "counts": dict(self.counts),
-            "failures": [list(f) for f in self.failures],
-            "warnings": [list(w) for w in self.warnings],
-            "seconds": round(self.seconds, 3),
-        }
-
-    def summary(self) -> str:
-        c = self.counts
-        text = (
-            f"{c['new']} new, {c['changed']} changed, {c['unchanged']} unchanged, "
-            f"{c['removed']} removed, {c['failed']} failed in {self.seconds:.2f} s"
-        )
-        lines = [text] + [f"  failed {key}: {why}" for key, why in self.failures]
-        return "\n".join(lines + [f"  warning {key}: {why}" for key, why in self.warnings])
-
-    __str__ = summary
-
-    def fail(self, key: str, reason: str) -> None:
-        self.counts["failed"] += 1
-        self.failures.append((key, reason))
 
 
 class SyncRun:
     """One ``Corpus.sync``: classify every library record against the meta state, then apply."""
 
     def __init__(
-        self, corpus: Corpus, *, progress: bool | None = None, verify: bool = False, vectors: bool = True
+        self, corpus: CorpusWriter, *, progress: bool | None = None, verify: bool = False, vectors: bool = True
     ) -> None:
         self.corpus = corpus
         self.progress = progress
@@ -82,13 +46,13 @@ class SyncRun:
         started = time.perf_counter()
         with corpus_lock(corpus.paths.locks):
             snapshot = corpus.source.snapshot()
-            corpus._collection_names = snapshot.collection_names()
+            corpus.collection_names = snapshot.collection_names()
             state = self._checked_state()
             work, seen = self._classify_all(snapshot, state)
             removed = [key for key in state if key not in seen]
             with corpus.meta.write() as conn:  # once, for a data directory synced before the table existed
                 held_papers.ensure_complete(
-                    conn, [k for k, row in state.items() if row[0] == "paper"], corpus._stored_manifest
+                    conn, [k for k, row in state.items() if row[0] == "paper"], corpus.stored_manifest
                 )
             from zocrates_nb.corpus.dense_phase import fill_vectors, finish_feed, start_feed
 
@@ -120,7 +84,7 @@ class SyncRun:
         corpus, report = self.corpus, self.report
         with ProgressReporter(len(work) + len(removed), "Syncing corpus", enabled=self.progress) as bar:
             if removed:
-                corpus._remove(removed, report)
+                corpus.remove_documents(removed, report)
                 report.counts["removed"] += len(removed)
                 bar.update(len(removed))
             for start in range(0, len(work), BATCH):
@@ -161,13 +125,13 @@ class SyncRun:
             except ConversionError as err:
                 report.fail(note.key, err.message)
                 continue
-            context = corpus._note_context(
+            context = corpus.note_context(
                 note, paper_titles.get(note.parent_key or ""), papers_by_key.get(note.parent_key or "")
             )
             self._classify(work, state, "note", note, digest, context)
         for paper in snapshot.papers:
             seen.add(paper.key)
-            self._classify(work, state, "paper", paper, paper_source_hash(paper), corpus._paper_context(paper))
+            self._classify(work, state, "paper", paper, paper_source_hash(paper), corpus.paper_context(paper))
         return work, seen
 
     def _classify(self, work: list[WorkItem], state: dict, kind: str, record: Any, digest: str, context: dict) -> None:
@@ -184,7 +148,7 @@ class SyncRun:
         prepared: list[tuple[WorkItem, ConvertedNote, dict, PreparedBundle]] = []
         for item in batch:
             try:
-                converted, manifest, bundle = corpus._prepare(item)
+                converted, manifest, bundle = corpus.prepare_item(item)
             except Exception as err:  # noqa: BLE001 - one bad document never stops the others
                 report.fail(item.record.key, failure_reason(err))
                 continue
@@ -196,7 +160,7 @@ class SyncRun:
                 for item, converted, manifest, bundle in prepared:
                     try:
                         with corpus.meta.write():
-                            corpus._commit_one(conn, item, manifest, converted.markdown, bundle)
+                            corpus.commit_item(conn, item, manifest, converted.markdown, bundle)
                     except Exception as err:  # noqa: BLE001
                         bundle.discard()
                         report.fail(item.record.key, failure_reason(err))

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from zocrates_nb.convert.convert import (
     CONVERTER_VERSION,
@@ -45,12 +45,10 @@ from zocrates_nb.corpus.bundle import (
     sweep_temporary,
 )
 from zocrates_nb.corpus.meta import MetaDB, MetaRow
+from zocrates_nb.corpus.report import SyncReport, failure_reason
 from zocrates_nb.errors import ConversionError, NotFoundError
 from zocrates_nb.protocols import NullEventSink
 from zocrates_nb.storage.locks import corpus_lock
-
-if TYPE_CHECKING:
-    from zocrates_nb.corpus.sync_run import SyncReport
 
 
 class DocumentIndexer(Protocol):
@@ -111,11 +109,11 @@ class CorpusWriter:
         self.corpus_dir = Path(paths.corpus)
         self.corpus_dir.mkdir(parents=True, exist_ok=True)
         self.meta = MetaDB(paths.meta_db)
-        self._collection_names: dict[str, str] = {}
+        self.collection_names: dict[str, str] = {}
         self._names_refreshed = float("-inf")
         sweep_temporary(self.corpus_dir)
 
-    def _commit_vectors(self, report: SyncReport | None = None) -> None:
+    def commit_vectors(self, report: SyncReport | None = None) -> None:
         if self.indexer is None:
             return
         try:
@@ -129,12 +127,12 @@ class CorpusWriter:
     def _names_for(self, keys: list[str]) -> list[str]:
         """Collection names for keys; a key not seen yet (a save before any sync) refreshes the map once."""
         now = time.monotonic()
-        if any(k not in self._collection_names for k in keys) and now - self._names_refreshed > 5.0:
+        if any(k not in self.collection_names for k in keys) and now - self._names_refreshed > 5.0:
             self._names_refreshed = now  # at most one snapshot per few seconds (dangling keys)
-            self._collection_names.update(self.source.snapshot().collection_names())
-        return [self._collection_names.get(k, k) for k in keys]
+            self.collection_names.update(self.source.snapshot().collection_names())
+        return [self.collection_names.get(k, k) for k in keys]
 
-    def _note_context(self, note, parent_title: str | None, parent=None) -> dict:
+    def note_context(self, note, parent_title: str | None, parent=None) -> dict:
         keys = list(note.collections)
         context = {
             "parent_key": note.parent_key,
@@ -146,11 +144,11 @@ class CorpusWriter:
             context.update(parent_creators=list(parent.creators)[:3], parent_year=parent.year)
         return context
 
-    def _paper_context(self, paper) -> dict:
+    def paper_context(self, paper) -> dict:
         keys = list(paper.collections)
         return {"collection_keys": keys, "collections": self._names_for(keys)}
 
-    def _prepare(self, item: WorkItem) -> tuple[ConvertedNote, dict, PreparedBundle]:
+    def prepare_item(self, item: WorkItem) -> tuple[ConvertedNote, dict, PreparedBundle]:
         if item.kind == "note":
             converted = convert_note(item.record.html)
             manifest = note_manifest(item.record, converted, item.context, now_iso())
@@ -161,13 +159,13 @@ class CorpusWriter:
         bundle = prepare_bundle(self.corpus_dir, item.record.key, manifest, converted.markdown, durable=self.durable)
         return converted, manifest, bundle
 
-    def _stored_manifest(self, key: str) -> dict:
+    def stored_manifest(self, key: str) -> dict:
         try:
             return read_manifest(self.corpus_dir / key)
         except (BundleError, OSError, ValueError):
             return {}  # a missing bundle: its title comes back with its next sync
 
-    def _commit_one(self, conn, item: WorkItem, manifest: dict, markdown: str, bundle: PreparedBundle) -> None:
+    def commit_item(self, conn, item: WorkItem, manifest: dict, markdown: str, bundle: PreparedBundle) -> None:
         """Inside a transaction: meta row, index rows, then the bundle rename (last, so a failure
         before it leaves the old bundle in place)."""
         record = item.record
@@ -196,24 +194,24 @@ class CorpusWriter:
         """Convert + bundle + meta + index for one record now, in one transaction."""
         if previous:  # remember collection names we learnt from the old bundle
             for k, name in zip(previous.get("collection_keys") or [], previous.get("collections") or [], strict=False):
-                self._collection_names.setdefault(k, name)
+                self.collection_names.setdefault(k, name)
         if kind == "note":
             parent = self.source.get_paper(record.parent_key) if record.parent_key else None
-            context = self._note_context(record, parent.title if parent else None, parent)
+            context = self.note_context(record, parent.title if parent else None, parent)
             digest = note_source_hash(record.html)
         else:
-            context, digest = self._paper_context(record), paper_source_hash(record)
+            context, digest = self.paper_context(record), paper_source_hash(record)
         item = WorkItem(kind, record, digest, context, hash_json(context), previous is None)
-        converted, manifest, bundle = self._prepare(item)
+        converted, manifest, bundle = self.prepare_item(item)
         try:
             with corpus_lock(self.paths.locks), self.meta.write() as conn:  # excludes a concurrent rebuild
-                self._commit_one(conn, item, manifest, converted.markdown, bundle)
+                self.commit_item(conn, item, manifest, converted.markdown, bundle)
         finally:
             bundle.discard()
-        self._commit_vectors()
+        self.commit_vectors()
         return self.corpus_dir / record.key
 
-    def _remove(self, keys: Sequence[str], report: SyncReport | None = None) -> None:
+    def remove_documents(self, keys: Sequence[str], report: SyncReport | None = None) -> None:
         with self.meta.write() as conn:
             for key in keys:
                 if self.indexer is not None:
@@ -222,7 +220,7 @@ class CorpusWriter:
                 held_papers.forget(conn, key)
         for key in keys:
             remove_bundle(self.corpus_dir, key)
-        self._commit_vectors(report)  # in a sync, a vector-store error is a warning (as in _apply)
+        self.commit_vectors(report)  # in a sync, a vector-store error is a warning (as in _apply)
 
     def keys(self, kind: str | None = None) -> list[str]:
         return self.meta.keys(kind)
@@ -244,9 +242,3 @@ def try_manifest(bundle_dir: Path) -> dict | None:
         return read_manifest(bundle_dir) if os.path.exists(os.path.join(bundle_dir, MANIFEST)) else None
     except (NotFoundError, OSError):
         return None
-
-
-def failure_reason(err: BaseException) -> str:
-    """One line for a report or log: the error's message, with its type unless it is a conversion error."""
-    message = getattr(err, "message", None) or str(err) or type(err).__name__
-    return message if isinstance(err, ConversionError) else f"{type(err).__name__}: {message}"

@@ -110,7 +110,7 @@ def collect_status(paths: DataPaths) -> dict[str, Any]:
     from zocrates_nb.library.writing.outbox import Outbox
 
     status["outbox"] = Outbox.for_paths(paths).counts()  # saved notes not in Zotero / not synced down yet
-    from zocrates_nb.health.doctor import quick_health
+    from zocrates_nb.health.checks import quick_health
 
     status["health"] = quick_health(paths)
     from zocrates_nb.index.vectors.fill import read_progress

@@ -129,7 +129,7 @@ class IndexConsistency(IndexCore):
             rows = self._read(lambda conn: fts.chunk_rows(conn, ids))
             gone = sorted(ids - rows.keys())
             if gone:
-                self._store().delete_ids(gone)
+                self.vector_store().delete_ids(gone)
                 done(gone)
             return [rows[c] for c in sorted(rows)]
 
@@ -141,7 +141,7 @@ class IndexConsistency(IndexCore):
 
     def prepare_feed(self) -> None:
         """Open the vector store (``import chromadb``: seconds) before the feed's first write needs it."""
-        opener = getattr(self._store(), "open", None)
+        opener = getattr(self.vector_store(), "open", None)
         if callable(opener):
             opener()
 
@@ -167,7 +167,7 @@ class IndexConsistency(IndexCore):
             # must embed them here, not trip the auto-repair limit meant for lost vectors
             self.reconcile(limit=self.auto_repair_limit, skip=ids)
         if gone:
-            self._store().delete_ids(gone)
+            self.vector_store().delete_ids(gone)
         todo = [rows[c] for c in sorted(rows)]
         if todo:
             self._embed_todo(todo, progress)
@@ -217,7 +217,7 @@ class IndexConsistency(IndexCore):
             jobs,
             lambda r: embedding_text(r.title, r.text, r.context),
             model,
-            _OpenOnWrite(self._store),
+            _OpenOnWrite(self.vector_store),
             _metadata,
             total=total,
             root=self.paths.root if total else None,
@@ -237,7 +237,7 @@ class IndexConsistency(IndexCore):
         hint instead of stalling a search for minutes. ``skip`` holds chunk ids that the
         caller is about to embed anyway (the batch ``commit_vectors`` is syncing).
         """
-        store = self._store()
+        store = self.vector_store()
         self._reconciled = True
         lexical_ids = self._read(fts.chunk_ids)
         try:
@@ -287,7 +287,7 @@ class IndexConsistency(IndexCore):
         with corpus_lock(self.paths.locks):
             documents = corpus.documents() if corpus is not None else stored_documents(self.paths.corpus)
             records, skipped = _index_rows(documents)
-            vectors = self._store()
+            vectors = self.vector_store()
             self._reconciled = True  # the rebuild below is a full reconcile
 
             def replace_all(conn: sqlite3.Connection) -> None:

@@ -233,7 +233,7 @@ class IndexCore:
             _log.warning("%s Embedding in this process instead.", exc.message)
             return None
 
-    def _store(self) -> Any:
+    def vector_store(self) -> Any:
         """The vector store, opened on first use (without reconciling)."""
         if self._vectors is not None:  # no lock once open: FTS may hold it on the worker thread
             return self._vectors
@@ -249,6 +249,11 @@ class IndexCore:
 
     def _default_vectors(self, model_id: str, dim: int) -> Any:
         return open_vector_store(self.paths, self.config, model_id, dim, one_shot=self.one_shot)
+
+    @property
+    def warmup(self) -> Any:
+        """The background ``DenseWarmup``, or None where ``start_warmup()`` never ran (a one-shot command)."""
+        return self._warmup
 
     def start_warmup(self) -> Any:
         """Load the model and open (and reconcile) the vector store on a background thread.
@@ -280,7 +285,7 @@ class IndexCore:
     def vectors(self) -> Any:
         """The vector store, reconciled with the FTS rows the first time it is used (unless one-shot:
         a search is not the place to compare every id; a sync's ``commit_vectors`` still does)."""
-        store = self._store()
+        store = self.vector_store()
         if not self._reconciled and not self.one_shot:
             self.reconcile(limit=self.auto_repair_limit)
         return store

@@ -18,7 +18,7 @@ from zocrates_nb.paths import DataPaths
 
 if TYPE_CHECKING:
     from zocrates_nb.index.hybrid import HybridIndex
-    from zocrates_nb.quality.evaluate import BeirDataset
+    from zocrates_nb.quality.beir import BeirDataset
 
 __all__ = ["beir_records", "open_eval_index"]
 

@@ -146,7 +146,7 @@ class _Handler(socketserver.StreamRequestHandler):
 def _dispatch(server: _Server, request: dict) -> dict:
     op = request.get("op")
     wb = server.workbench
-    warmup = wb.index._warmup
+    warmup = wb.index.warmup
     if op == "ping":
         return {"pid": os.getpid(), "ready": bool(warmup and warmup.ready), "data_dir": str(wb.paths.root)}
     if op == "search":

@@ -17,41 +17,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from zocrates_nb.errors import LibraryReadOnlyError, NotFoundError, ZocratesError
-
-# which writers a config has, and the Web API writer's one-time check, live in writers.py (issue 12);
-# their names stay importable from here
-from zocrates_nb.library.writing.choice import (
-    LOCAL_KEY_ENV,
-    NO_WRITER,
-    _usable_writers,
-    choose_writers,
-    desktop_account,
-    local_key_path,
-    read_local_key,
-    store_local_key,
-    verify_web_writer,
-    writer_summary,
-)
+from zocrates_nb.library.writing.choice import choose_writers, usable_writers, writer_summary
 from zocrates_nb.library.writing.note_writers import NoteWriter, WriterUnavailable
 from zocrates_nb.library.writing.outbox import Outbox, OutboxEntry
 
 __all__ = [
-    "LOCAL_KEY_ENV",
-    "NO_WRITER",
     "SaveRecord",
     "SavedNote",
     "answer_note",
-    "choose_writers",
-    "desktop_account",
-    "local_key_path",
     "push_outbox",
-    "read_local_key",
     "resolve_gone_waiting",
     "save_note",
     "save_to_zotero",
     "session_note",
-    "store_local_key",
-    "verify_web_writer",
     "writer_summary",
 ]
 
@@ -125,7 +103,7 @@ def push_outbox(paths, config: dict, *, wait_for_snapshot: bool = True):
 
     def send(entry: OutboxEntry) -> str:
         if not chosen:
-            chosen.append(_usable_writers(paths, config))
+            chosen.append(usable_writers(paths, config))
         writers, reason = chosen[0]
         if not writers:
             raise WriterUnavailable(reason, "")

@@ -175,7 +175,7 @@ def test_a_big_sync_embeds_in_its_own_process_with_the_same_vectors(data_dir, bi
     assert not report.warnings, report.warnings
     assert len(big_sync) == 1 and _gone(big_sync[0].pid, 10)  # one process for the feed, ended with it
     chunk_ids = wb.index._read(fts.chunk_ids)
-    assert set(wb.index._store().all_ids()) == chunk_ids == set(upserted)
+    assert set(wb.index.vector_store().all_ids()) == chunk_ids == set(upserted)
     rows = wb.index._read(lambda conn: fts.chunk_rows(conn, chunk_ids))
     order = sorted(chunk_ids)
     expected = in_process.embed([embedding_text(rows[c].title, rows[c].text, rows[c].context) for c in order])
@@ -205,7 +205,7 @@ def test_a_child_killed_mid_sync_leaves_the_rest_to_the_final_pass(data_dir, big
     vectors = [w for w in report.warnings if w[0] == "(vectors)"]
     assert vectors and "embedding process" in vectors[0][1] and "final pass" in vectors[0][1], report.warnings
     assert len(big_sync) == 1  # the final pass embedded in this process, without a second child
-    assert set(wb.index._store().all_ids()) == wb.index._read(fts.chunk_ids)
+    assert set(wb.index.vector_store().all_ids()) == wb.index._read(fts.chunk_ids)
     wb.close()
 
 
@@ -217,6 +217,6 @@ def test_a_big_rebuild_falls_back_to_this_process_when_its_child_dies(demo_home,
     wb = Workbench(demo_home, auto_sync=False)
     result = wb.index.rebuild(wb.corpus)
     assert result["chunks"] == len(wb.index._read(fts.chunk_ids))
-    assert set(wb.index._store().all_ids()) == wb.index._read(fts.chunk_ids)
+    assert set(wb.index.vector_store().all_ids()) == wb.index._read(fts.chunk_ids)
     assert any("chunks left in this process" in r.getMessage() for r in caplog.records)
     wb.close()

@@ -61,7 +61,7 @@ def test_vectors_are_embedded_while_the_next_batch_is_converted(data_dir, model,
     assert len(batches) == 6 and report.counts["new"] == sum(batches)
     assert not report.warnings, report.warnings
     chunk_ids = wb.index._read(fts.chunk_ids)
-    assert set(wb.index._store().all_ids()) == chunk_ids  # every chunk has its vector
+    assert set(wb.index.vector_store().all_ids()) == chunk_ids  # every chunk has its vector
     assert len(embedder.texts) == len(set(embedder.texts))  # none embedded twice
     assert read_progress(data_dir) is None  # the feed removed its progress file
     assert wb.search("cell-type deconvolution of Visium spots", k=3).notice is None  # hybrid, no notice
@@ -72,7 +72,7 @@ def test_a_failed_feed_is_retried_at_the_end_of_the_sync(data_dir, model):
     wb = _workbench(data_dir, Embedder(model, fail=1))
     report = wb.sync(progress=False)
     assert [w for w in report.warnings if w[0] == "(vectors)"] and "ran out of memory" in str(report.warnings)
-    assert set(wb.index._store().all_ids()) == wb.index._read(fts.chunk_ids)  # the retry embedded them
+    assert set(wb.index.vector_store().all_ids()) == wb.index._read(fts.chunk_ids)  # the retry embedded them
     assert read_progress(data_dir) is None
     wb.close()
 
@@ -95,12 +95,12 @@ def test_a_sync_that_fails_half_way_stops_the_feed_and_the_next_sync_resumes(dat
     feeds = [t for t in threading.enumerate() if t.name == "zocrates-dense-feed"]
     assert not feeds, "the feed's thread outlived the failed sync"
     committed = wb.index._read(fts.chunk_ids)
-    assert committed and set(wb.index._store().all_ids()) <= committed
+    assert committed and set(wb.index.vector_store().all_ids()) <= committed
 
     monkeypatch.setattr(sync_run.SyncRun, "_apply", apply)
     report = wb.sync(progress=False)
     # the same process goes on: its consistency check embeds what the stopped feed put back
     assert not [w for w in report.warnings if w[0] == "(vectors)"], report.warnings
-    assert set(wb.index._store().all_ids()) == wb.index._read(fts.chunk_ids)
+    assert set(wb.index.vector_store().all_ids()) == wb.index._read(fts.chunk_ids)
     assert len(embedder.texts) == len(set(embedder.texts))  # what the stopped feed stored is not embedded again
     wb.close()

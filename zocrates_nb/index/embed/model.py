@@ -42,10 +42,8 @@ from zocrates_nb.index.embed.build import (
     read_safetensors,
     wheel_model_dir,
 )
-from zocrates_nb.index.embed.build import (
-    _is_built as _is_built,  # doctor.py checks a build without loading it
-)
 from zocrates_nb.index.embed.stream import Part, PartPool, stream
+from zocrates_nb.index.embed.worker import EmbedWorker
 
 __all__ = [
     "MODEL_ID",
@@ -63,7 +61,6 @@ __all__ = [
     "MiniLMEmbedder",
     "read_safetensors",
     "token_counter",
-    "quantize_int8",
 ]
 
 BATCH_SIZE = 32
@@ -199,7 +196,6 @@ class MiniLMEmbedder:
         (its batches are not run text by text, so the process would give other vectors)."""
         if self.precision != "int8":
             return None
-        from zocrates_nb.index.embed.worker import EmbedWorker
 
         return EmbedWorker(self.model_dir, threads=self.threads)
 
@@ -247,35 +243,6 @@ class MiniLMEmbedder:
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed(texts)
-
-
-def quantize_int8(source: Path, target: Path) -> None:
-    """Write ``source``'s int8 twin to ``target`` (called once, by the model build).
-
-    Dynamic quantization of the matrix products and the fused attention's projections, with
-    per-channel weight scales and a reduced 7-bit range: per-tensor scales, or the full 8-bit
-    range (which saturates AVX2's 16-bit accumulations), gave vectors only 0.94 cosine-close
-    to float32; these settings give 0.994 on average (0.989 at worst on SciFact abstracts).
-    """
-    import logging
-
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quiet = logging.getLogger()
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)  # its "consider pre-processing" advice is for other graphs
-    try:
-        quantize_dynamic(
-            str(source),
-            str(target),
-            weight_type=QuantType.QInt8,
-            op_types_to_quantize=["MatMul", "Attention"],
-            per_channel=True,
-            reduce_range=True,
-            extra_options={"DefaultTensorType": 1},  # FLOAT, for the fused contrib ops' outputs
-        )
-    finally:
-        quiet.setLevel(level)
 
 
 _COUNTER: list = []

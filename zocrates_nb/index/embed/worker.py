@@ -16,43 +16,38 @@ they were sent; up to ``ahead`` parts are in flight (index/embed/stream.py), so 
 idle while the parent stores. The child ignores Ctrl-C (the parent decides) and ends when its stdin
 closes, which also happens when the parent is killed.
 
-Command line (what the parent starts, by way of ``-P -c``): ``python -m zocrates_nb.index.embed.worker
-[--model-dir DIR] [--threads N]``.
+The child is ``index/embed/child.py`` (what the parent starts, by way of ``-P -c``); the frames are in
+``index/embed/wire.py``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import signal
-import struct
 import subprocess
 import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import numpy as np
 
 from zocrates_nb.errors import IndexCorruptError, ZocratesError
 from zocrates_nb.index.embed.build import MODEL_DIM, MODEL_ID
 from zocrates_nb.index.embed.stream import stream
+from zocrates_nb.index.embed.wire import ROWS, read_frame, write_frame
 
-__all__ = ["EmbedWorker", "WorkerFailed", "serve"]
+__all__ = ["EmbedWorker", "WorkerFailed"]
 
-_HEADER = struct.Struct("<cI")  # kind, payload length
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds zocrates_nb/
+_PACKAGE_ROOT = Path(__file__).resolve().parents[3]  # the folder that holds zocrates_nb/
 #: What the child runs: ``-P`` keeps the working directory off its path (a folder named like one of
 #: our imports there must not shadow it), and this package's folder is appended in case the parent
 #: imported it from a path the child would not search; an installed one is found first either way.
 _CHILD = (
     "import sys; sys.path.append(sys.argv.pop(1)); "
-    "from zocrates_nb.index.embed.worker import main; raise SystemExit(main())"
+    "from zocrates_nb.index.embed.child import main; raise SystemExit(main())"
 )
-_ROWS = struct.Struct("<I")
 _RETRY_HINT = (
     "The sync's final pass embeds what is left in this process; if this keeps happening, "
     "run `zocrates-nb doctor` and check the machine's free memory."
@@ -61,32 +56,6 @@ _RETRY_HINT = (
 
 class WorkerFailed(ZocratesError):
     """The embedding process failed or ended; what it said is in the message."""
-
-
-def _write(out: IO[bytes], kind: bytes, payload: bytes) -> None:
-    out.write(_HEADER.pack(kind, len(payload)) + payload)
-    out.flush()
-
-
-def _read_exact(inp: IO[bytes], size: int) -> bytes | None:
-    chunks, left = [], size
-    while left:
-        chunk = inp.read(left)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def _read(inp: IO[bytes]) -> tuple[bytes, bytes] | None:
-    """The next frame, or None at the end of the stream (a frame cut short is an end too)."""
-    header = _read_exact(inp, _HEADER.size)
-    if header is None:
-        return None
-    kind, size = _HEADER.unpack(header)
-    payload = _read_exact(inp, size) if size else b""
-    return None if payload is None else (kind, payload)
 
 
 # --------------------------------------------------------------------------- the parent's side
@@ -165,7 +134,7 @@ class EmbedWorker:
             if self._failure is not None:
                 raise self._failure
             try:
-                _write(self._stdin, b"T", payload)
+                write_frame(self._stdin, b"T", payload)
             except (BrokenPipeError, ValueError, OSError) as exc:
                 raise self._failed(f"the pipe to it closed ({type(exc).__name__})") from exc
             seq, self._sent = self._sent, self._sent + 1
@@ -204,15 +173,15 @@ class EmbedWorker:
                 self._dropped.add(seq)  # its reply is read and thrown away when it comes
 
     def _receive_one(self) -> None:
-        frame = _read(self._stdout)
+        frame = read_frame(self._stdout)
         if frame is None:
             raise self._failed("it ended before it answered")
         kind, payload = frame
         if kind == b"R":
             pass  # the model is loaded: the answers follow
         elif kind == b"V":
-            (rows,) = _ROWS.unpack_from(payload)
-            vectors = np.frombuffer(payload, dtype=np.float32, offset=_ROWS.size).reshape(rows, self.dim).copy()
+            (rows,) = ROWS.unpack_from(payload)
+            vectors = np.frombuffer(payload, dtype=np.float32, offset=ROWS.size).reshape(rows, self.dim).copy()
             seq, self._received = self._received, self._received + 1
             if seq in self._dropped:
                 self._dropped.discard(seq)
@@ -245,85 +214,3 @@ class EmbedWorker:
             text = line.decode("utf-8", "replace").rstrip()
             if text:
                 self._stderr_tail.append(text[:500])
-
-
-# --------------------------------------------------------------------------- the child's side
-
-
-def serve(model_dir: Path | None, threads: int | None, inp: IO[bytes], out: IO[bytes]) -> int:
-    """Answer every part read from ``inp`` with its vectors on ``out``, in order, until ``inp`` ends."""
-    from zocrates_nb.index.embed.model import MiniLMEmbedder
-
-    try:
-        embedder = MiniLMEmbedder(model_dir, threads=threads)
-    except BaseException as exc:  # noqa: BLE001 - sent to the parent, which raises it
-        _write_error(out, exc)
-        return 1
-    _write(out, b"R", json.dumps({"pid": os.getpid(), "threads": embedder.threads}).encode())
-    submitted: deque[Any] = deque()
-    arrived = threading.Condition()
-    ended: list[BaseException | None] = []
-
-    def read() -> None:  # parts are queued as they arrive, while earlier ones are embedded and sent
-        error: BaseException | None = None
-        try:
-            while (frame := _read(inp)) is not None:
-                part = embedder.submit(json.loads(frame[1]))
-                with arrived:
-                    submitted.append(part)
-                    arrived.notify()
-        except BaseException as exc:  # noqa: BLE001 - sent to the parent by the loop below
-            error = exc
-        with arrived:
-            ended.append(error)
-            arrived.notify()
-
-    threading.Thread(target=read, name="zocrates-embed-worker-reader", daemon=True).start()
-    while True:
-        with arrived:
-            while not submitted and not ended:
-                arrived.wait()
-            if not submitted:
-                error = ended[0]
-                break
-            part = submitted.popleft()
-        try:
-            vectors = np.ascontiguousarray(part.result(), dtype=np.float32)
-        except BaseException as exc:  # noqa: BLE001 - sent to the parent, which raises it
-            _write_error(out, exc)
-            return 1
-        try:
-            _write(out, b"V", _ROWS.pack(len(vectors)) + vectors.tobytes())
-        except BrokenPipeError:
-            return 0  # the parent is gone: nobody is waiting for these
-    if error is not None:
-        _write_error(out, error)
-        return 1
-    return 0
-
-
-def _write_error(out: IO[bytes], exc: BaseException) -> None:
-    message = exc.message if isinstance(exc, ZocratesError) else f"{type(exc).__name__}: {exc}"
-    said = {"error": message, "type": type(exc).__name__, "hint": getattr(exc, "hint", None)}
-    try:
-        _write(out, b"E", json.dumps(said).encode())
-    except (BrokenPipeError, OSError):
-        pass  # the parent is gone: nobody to tell
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m zocrates_nb.index.embed.worker",
-        description="Embed texts read from stdin (started by a sync; not meant to be run by hand).",
-    )
-    parser.add_argument("--model-dir", type=Path, default=None)
-    parser.add_argument("--threads", type=int, default=None)
-    args = parser.parse_args(argv)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
-    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print goes to stderr, never into the replies
-    return serve(args.model_dir, args.threads, sys.stdin.buffer, out)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

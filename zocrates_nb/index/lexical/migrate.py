@@ -1,11 +1,10 @@
-"""Upgrades of an existing FTS5 index in place (kept apart so fts_schema.py stays about the current schema)."""
+"""Upgrades of an existing FTS5 index in place (kept apart so schema.py stays about the current schema)."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from zocrates_nb.index.lexical.schema import _SCHEMA as SCHEMA
-from zocrates_nb.index.lexical.schema import _split_sql
+from zocrates_nb.index.lexical.ddl import SCHEMA, split_sql
 
 __all__ = ["add_collection_index", "add_context_column"]
 
@@ -23,7 +22,7 @@ def add_context_column(conn: sqlite3.Connection) -> None:
     for trigger in ("chunks_ai", "chunks_ad", "chunks_au"):
         conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
     conn.execute("DROP TABLE IF EXISTS chunks_fts")
-    for statement in _split_sql(SCHEMA):
+    for statement in split_sql(SCHEMA):
         conn.execute(statement)
     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
 
@@ -38,7 +37,7 @@ def add_collection_index(conn: sqlite3.Connection) -> None:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "chunks" not in tables or "chunk_collections" in tables:
         return
-    (create,) = [sql for sql in _split_sql(SCHEMA) if sql.startswith("CREATE TABLE IF NOT EXISTS chunk_collections")]
+    (create,) = [sql for sql in split_sql(SCHEMA) if sql.startswith("CREATE TABLE IF NOT EXISTS chunk_collections")]
     conn.execute(create)  # the schema's own statement; its index and triggers follow in ensure_schema
     conn.execute(
         "INSERT OR IGNORE INTO chunk_collections(collection, chunk) "

@@ -23,6 +23,7 @@ import tempfile
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 LOCAL_PORT = 23119
 #: one pref line; the value is a whole JavaScript string literal (a ``);`` inside a path cannot end it)
@@ -223,3 +224,19 @@ def detect(home: Path | None = None, *, port: int | None = None, probe: bool = T
             )
         )
     return found
+
+
+def desktop_account(library: dict[str, Any]) -> tuple[bool, int | None, int | None]:
+    """(is the source a desktop db, its account.userID, the groupID of ``desktop_library_id`` if a group)."""
+    if library.get("source") == "zotero-dir" and library.get("zotero_dir"):
+        db = Path(library["zotero_dir"]) / "zotero.sqlite"
+    elif library.get("source") == "zotero-sqlite" and library.get("sqlite_path"):
+        db = Path(library["sqlite_path"])
+    else:
+        return False, None, None
+    if not db.expanduser().exists():
+        return True, None, None
+    info = read_zotero_db(db.expanduser())
+    user_id = str(info.get("user_id") or "")
+    group_id = info["groups"].get(library.get("desktop_library_id"))
+    return True, int(user_id) if user_id.isdigit() else None, group_id

@@ -17,6 +17,7 @@ from typing import Any
 
 from zocrates_nb.errors import ConfigError, LibraryError
 from zocrates_nb.library import local_api_key
+from zocrates_nb.library.desktop.detect import desktop_account
 from zocrates_nb.library.writing.note_writers import (
     LOCAL_API,
     WEB_API,
@@ -143,14 +144,6 @@ def writer_summary(paths, config: dict) -> dict:
 # ----------------------------------------------------------------------------- checking a Web API writer once
 
 
-def desktop_account(library: dict) -> tuple[bool, int | None]:
-    """(is the library a desktop ``zotero.sqlite``, the zotero.org account it syncs with or None)."""
-    from zocrates_nb.library.writing.setup import desktop_account as desktop_account_and_group
-
-    is_desktop, user_id, _group_id = desktop_account_and_group(library)
-    return is_desktop, user_id
-
-
 def _checks_path(paths) -> Path:
     return paths.root / "writer_checks.json"
 
@@ -189,7 +182,7 @@ def verify_web_writer(paths, config: dict, writer: NoteWriter) -> None:
     library, section = config.get("library") or {}, config.get("writer") or {}
     if writer.kind != "zotero-web" or library.get("source") == "zotero-web":
         return  # the local API and the Web API source write into the library they read
-    desktop, desktop_user_id = desktop_account(library)
+    desktop, desktop_user_id, _group_id = desktop_account(library)
     check_id = _check_id(writer, desktop_user_id)
     if check_id in _checked_ids(paths):
         return
@@ -204,7 +197,7 @@ def verify_web_writer(paths, config: dict, writer: NoteWriter) -> None:
     _remember_checked(paths, check_id)
 
 
-def _usable_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
+def usable_writers(paths, config: dict) -> tuple[list[NoteWriter], str]:
     """``choose_writers`` minus the Web API writers whose key check refuses them (with the reason)."""
     writers, reason = choose_writers(paths, config)
     usable = []

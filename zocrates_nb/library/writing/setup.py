@@ -7,36 +7,21 @@ plain values. The commands that print them live in ``cli/zotero.py``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from zocrates_nb.errors import LibraryError
-from zocrates_nb.library.desktop.detect import DetectedLibrary, detect, read_zotero_db
+from zocrates_nb.library.desktop.detect import DetectedLibrary, desktop_account, detect
+from zocrates_nb.library.web.source import authorize_local_key
+from zocrates_nb.library.writing.choice import store_local_key
 from zocrates_nb.library.writing.note_writers import WEB_API, check_web_key, key_info
 from zocrates_nb.paths import DataPaths
 
-__all__ = ["authorize_local_writer", "desktop_account", "detect_libraries", "web_writer"]
+__all__ = ["authorize_local_writer", "detect_libraries", "web_writer"]
 
 
 def detect_libraries() -> list[DetectedLibrary]:
     """Zotero data directories found on this computer (Zotero's profiles, ~/Zotero)."""
     return list(detect())
-
-
-def desktop_account(library: dict[str, Any]) -> tuple[bool, int | None, int | None]:
-    """(is the source a desktop db, its account.userID, the groupID of ``desktop_library_id`` if a group)."""
-    if library.get("source") == "zotero-dir" and library.get("zotero_dir"):
-        db = Path(library["zotero_dir"]) / "zotero.sqlite"
-    elif library.get("source") == "zotero-sqlite" and library.get("sqlite_path"):
-        db = Path(library["sqlite_path"])
-    else:
-        return False, None, None
-    if not db.expanduser().exists():
-        return True, None, None
-    info = read_zotero_db(db.expanduser())
-    user_id = str(info.get("user_id") or "")
-    group_id = info["groups"].get(library.get("desktop_library_id"))
-    return True, int(user_id) if user_id.isdigit() else None, group_id
 
 
 def web_writer(
@@ -65,9 +50,6 @@ def web_writer(
 
 def authorize_local_writer(paths: DataPaths, base_url: str | None) -> dict[str, Any]:
     """Ask Zotero 10's local API for a write key (the user clicks Allow) and store it (mode 0600)."""
-    from zocrates_nb.library.web.source import authorize_local_key
-    from zocrates_nb.workbench.saving import store_local_key
-
     granted: dict[str, Any] = authorize_local_key(base_url, "zocrates-nb")
     store_local_key(paths, granted["key"])
     return granted
