@@ -14,8 +14,8 @@ import sqlite3
 import pytest
 
 from zocrates_nb.index.lexical import fts
+from zocrates_nb.index.lexical.ddl import SCHEMA, split_sql
 from zocrates_nb.index.lexical.fts import ChunkRow, FtsDocument
-from zocrates_nb.index.lexical.schema import _SCHEMA, _split_sql
 
 COLLECTIONS = ["COLL2222", "Spatial", "COLL3333", "Methods", "COLL4444", "Ideas / 2024"]
 WORDS = "spatial kinase burrow ledger atlas spot deconvolution".split()
@@ -96,7 +96,7 @@ def test_a_collection_change_alone_moves_the_chunk():
 
 def _old_schema(conn) -> None:
     """The index as it was before ``chunk_collections``: today's schema less the table and its triggers."""
-    for statement in _split_sql(_SCHEMA):
+    for statement in split_sql(SCHEMA):
         if "chunk_collections" not in statement:
             conn.execute(statement)
 
