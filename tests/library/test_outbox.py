@@ -315,7 +315,7 @@ def test_sigkill_after_zoteros_200_before_the_outbox_update(tmp_path, zotero_dir
     wb.close()
     script = textwrap.dedent(f"""
         import os, signal
-        from zocrates_nb import outbox
+        from zocrates_nb.library.writing import outbox
         from zocrates_nb.settings.config import ConfigStore
         from zocrates_nb.paths import DataPaths
         from zocrates_nb.workbench.saving import push_outbox

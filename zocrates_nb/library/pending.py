@@ -23,7 +23,9 @@ from zocrates_nb.library.base import LibrarySnapshot, Note
 def is_zotero_source(source: Any) -> bool:
     """True for the desktop and Web/local API sources (those that save through writers and the outbox)."""
     module = type(source).__module__
-    return module.endswith(("library.zotero_desktop", "library.zotero_web")) or isinstance(source, PendingOverlay)
+    return module.startswith(("zocrates_nb.library.desktop.", "zocrates_nb.library.web.")) or isinstance(
+        source, PendingOverlay
+    )
 
 
 class PendingOverlay:
