@@ -82,9 +82,9 @@ def write_pdf(
         b" ".join(b"%d 0 R" % k for k in kids),
         len(kids),
     )
-    objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R" % tree + (
-        b" /PageLabels " + _label_tree(labels) if labels else b""
-    ) + b" >>"
+    objects[catalog - 1] = (
+        b"<< /Type /Catalog /Pages %d 0 R" % tree + (b" /PageLabels " + _label_tree(labels) if labels else b"") + b" >>"
+    )
     encrypt = (
         add(b"<< /Filter /Standard /V 1 /R 2 /Length 40 /P -44 /O <%s> /U <%s> >>" % (b"7a" * 32, b"3c" * 32))
         if encrypted

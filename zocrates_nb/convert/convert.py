@@ -252,7 +252,9 @@ def convert_paper(paper: Paper, pdf_texts: Sequence[PdfText] = ()) -> ConvertedN
         abstract, source = cut_at_word(" ".join(paper.abstract.split())), "metadata"
     else:  # summarise the full text, not the metadata lines
         abstract, source = extractive_summary(plain)
-    warnings = () if (paper.abstract or paper.fulltext or plain) else ("the paper has no abstract or full text",)
+    warnings: tuple[str, ...] = (
+        () if (paper.abstract or paper.fulltext or plain) else ("the paper has no abstract or full text",)
+    )
     warnings += tuple(f"PDF {key}: {why}; Zotero's full-text cache was used (no pages)" for key, why in failures)
     return ConvertedNote(
         markdown=markdown,

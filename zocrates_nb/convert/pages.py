@@ -107,8 +107,8 @@ def clean_pages(texts: Sequence[str]) -> list[list[str]]:
     running = {key for key, n in edges.items() if len(pages) >= 3 and n * 2 >= len(pages)}
     cleaned = []
     for lines in pages:
-        filled = [i for i, line in enumerate(lines) if line]
-        edge = set(filled[:_EDGE_LINES] + filled[-_EDGE_LINES:])
+        numbered = [i for i, line in enumerate(lines) if line]
+        edge = set(numbered[:_EDGE_LINES] + numbered[-_EDGE_LINES:])
         cleaned.append(
             [
                 line
@@ -169,8 +169,8 @@ def page_spans(markdown: str, pages: Sequence[PageLines], chunks: Sequence[str])
         return [None] * len(chunks)
     page_of_line: dict[int, PageLines] = {}
     for page in pages:
-        for line in range(page.line_start, page.line_end + 1):
-            page_of_line[line] = page
+        for number in range(page.line_start, page.line_end + 1):
+            page_of_line[number] = page
     words: list[str] = []
     owners: list[PageLines | None] = []
     for number, line in enumerate(markdown.split("\n"), start=1):

@@ -268,6 +268,9 @@ class CorpusWriter:
 
     def close(self) -> None:
         self.meta.close()
+        close_pages = getattr(self.pages, "close", None)
+        if close_pages is not None:
+            close_pages()
 
 
 def try_manifest(bundle_dir: Path) -> dict | None:

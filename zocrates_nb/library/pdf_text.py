@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sqlite3
 import threading
 import zlib
@@ -27,7 +28,7 @@ from pathlib import Path
 from zocrates_nb.records import PdfFile, PdfPage, PdfText
 from zocrates_nb.storage.sqlite_tx import enable_wal
 
-__all__ = ["EXTRACTOR", "PdfPageReader", "PdfTextCache", "read_pdf"]
+__all__ = ["EXTRACTOR", "PdfPageReader", "PdfTextCache", "clean_label", "read_pdf"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ EXTRACTOR = "pdfium/1"
 _HEADER_WINDOW = 1024
 #: how a failure to open the file begins: a passing condition (permissions, a file being written), never cached
 UNOPENED = "the PDF file could not be opened"
+_LABEL_JUNK = re.compile(r"[\[\]<>{}\x00-\x1f\x7f]")
+_LABEL_CHARS = 24
 #: PDFium is not thread-safe: one document at a time in this process
 _PDFIUM = threading.Lock()
 
@@ -48,6 +51,13 @@ def _failure_reason(message: str) -> str:
     if "format" in message.lower() or "file" in message.lower():
         return f"the PDF is damaged ({message})"
     return f"the PDF could not be read ({message})"
+
+
+def clean_label(label: str | None, index: int) -> str:
+    """A page label fit to print in a citation: one short line, no brackets (it comes from the file, so it
+    must not be able to shape an evidence header); the 1-based page number when there is none."""
+    text = " ".join(_LABEL_JUNK.sub(" ", label or "").split())[:_LABEL_CHARS]
+    return text or str(index + 1)
 
 
 def read_pdf(path: Path, attachment_key: str) -> PdfText:
@@ -79,8 +89,7 @@ def read_pdf(path: Path, attachment_key: str) -> PdfText:
                 finally:
                     textpage.close()
                     page.close()
-                label = document.get_page_label(index) or str(index + 1)
-                pages.append(PdfPage(index, label.strip() or str(index + 1), text))
+                pages.append(PdfPage(index, clean_label(document.get_page_label(index), index), text))
         except pypdfium2.PdfiumError as exc:
             return PdfText(attachment_key, failure=_failure_reason(str(exc)))
         finally:

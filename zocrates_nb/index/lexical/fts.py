@@ -31,7 +31,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from zocrates_nb.index.lexical import pages
-from zocrates_nb.records import PageSpan
 
 # re-exported: callers build their MATCH expressions through this module (index/lexical/query.py)
 from zocrates_nb.index.lexical.query import natural_query, query_terms, quote_fts
@@ -45,6 +44,7 @@ from zocrates_nb.index.lexical.schema import (
     schema_ready,
     set_title_weight,
 )
+from zocrates_nb.records import PageSpan
 
 __all__ = [
     "TOKENIZER",

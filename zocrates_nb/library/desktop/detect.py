@@ -218,7 +218,8 @@ def _synced_counts(conn: sqlite3.Connection, sqlite_path: Path) -> dict:
     from zocrates_nb.library.desktop.reader import SnapshotReader
 
     try:
-        snap = SnapshotReader(conn, sqlite_path=sqlite_path, library_id=None, fulltext_for=lambda rows, f: (None, ())).read()
+        no_files = lambda rows, failures: (None, ())  # noqa: E731 - counts need no full text
+        snap = SnapshotReader(conn, sqlite_path=sqlite_path, library_id=None, fulltext_for=no_files).read()
     except (LibraryError, sqlite3.Error):  # not (or no longer) a Zotero database: nothing sync could read
         return {"items": 0, "notes": 0, "collections": 0}
     return {"items": len(snap.papers), "notes": len(snap.notes), "collections": len(snap.collections)}

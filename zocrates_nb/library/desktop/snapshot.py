@@ -29,7 +29,6 @@ from pathlib import Path
 
 from zocrates_nb.errors import LibraryError, LibraryLockedError, LibraryReadOnlyError
 from zocrates_nb.library.base import LibrarySnapshot, Note, Paper, is_safe_key
-from zocrates_nb.records import PdfFile
 from zocrates_nb.library.desktop.detect import attachment_base_dir as find_attachment_base_dir
 from zocrates_nb.library.desktop.files import attachment_path, is_pdf, needs_base_dir
 from zocrates_nb.library.desktop.reader import AttachmentRow, FileText, SnapshotReader
@@ -37,6 +36,7 @@ from zocrates_nb.library.desktop.reader import AttachmentRow, FileText, Snapshot
 # the schema queries moved to zotero_desktop_reader.py; these stay importable from here
 from zocrates_nb.library.desktop.reader import parse_zotero_date as parse_zotero_date
 from zocrates_nb.library.desktop.reader import strip_note_wrapper as strip_note_wrapper
+from zocrates_nb.records import PdfFile
 
 _COPY_ATTEMPTS = 3
 
