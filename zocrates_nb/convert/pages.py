@@ -93,27 +93,35 @@ def _running_key(line: str) -> str:
     return _DIGITS.sub("#", line.casefold())
 
 
+def _edges(lines: Sequence[str]) -> set[int]:
+    """The positions of a page's first and last lines with text, when the page has a body between them."""
+    filled = [i for i, line in enumerate(lines) if line]
+    if len(filled) <= 2 * _EDGE_LINES:
+        return set()  # a page this short is all body: nothing on it can be told apart as a running head
+    return set(filled[:_EDGE_LINES] + filled[-_EDGE_LINES:])
+
+
 def clean_pages(texts: Sequence[str]) -> list[list[str]]:
     """Each page's lines, without the running heads and feet and the bare page numbers at its edges.
 
     A line counts as running when (digits aside) it opens or closes at least half of the pages of a
-    document of three pages or more.
+    document of three pages or more; a bare page number at either edge always goes.
     """
     pages = [[line for line in _lines(text)] for text in texts]
     edges: Counter[str] = Counter()
     for lines in pages:
-        filled = [line for line in lines if line]
-        edges.update({_running_key(line) for line in filled[:_EDGE_LINES] + filled[-_EDGE_LINES:]})
+        edges.update({_running_key(lines[i]) for i in _edges(lines)})
     running = {key for key, n in edges.items() if len(pages) >= 3 and n * 2 >= len(pages)}
     cleaned = []
     for lines in pages:
-        numbered = [i for i, line in enumerate(lines) if line]
-        edge = set(numbered[:_EDGE_LINES] + numbered[-_EDGE_LINES:])
+        edge = _edges(lines)
+        filled = [i for i, line in enumerate(lines) if line]
+        ends = {filled[0], filled[-1]} if filled else set()
         cleaned.append(
             [
                 line
                 for i, line in enumerate(lines)
-                if not (i in edge and (_running_key(line) in running or _PAGE_NUMBER.match(line)))
+                if not ((i in edge and _running_key(line) in running) or (i in ends and _PAGE_NUMBER.match(line)))
             ]
         )
     return cleaned
