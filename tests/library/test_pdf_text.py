@@ -200,7 +200,8 @@ def test_the_real_zotero9_database_finds_its_stored_pdf(tmp_path):
     shutil.copyfile(REAL_DB, zdir / "zotero.sqlite")
     conn = sqlite3.connect(zdir / "zotero.sqlite")
     key, path = conn.execute(
-        "SELECT i.key, a.path FROM itemAttachments a JOIN items i USING (itemID) WHERE a.contentType = 'application/pdf'"
+        "SELECT i.key, a.path FROM itemAttachments a JOIN items i USING (itemID) "
+        "WHERE a.contentType = 'application/pdf'"
     ).fetchone()
     conn.close()
     assert not [p for p in ZoteroDesktopLibrary(zotero_dir=zdir).snapshot().papers if p.pdfs]  # not synced here
