@@ -1,7 +1,7 @@
 """Per-page text from a paper's PDF files, with the PDF's page labels, cached per attachment.
 
-Why PDFium (pypdfium2, Apache-2.0/BSD-3): on the same PDFs it reads 6–20 times as many pages a second
-as pypdf or pdfminer.six with the same words (benchmarks/bench_pdf_extract.py, docs/performance.md),
+Why PDFium (pypdfium2, Apache-2.0/BSD-3): on the same real PDFs it reads 13–19 times as many pages a
+second as pypdf or pdfminer.six, with the same words (benchmarks/bench_pdf_extract.py, docs/performance.md),
 it is the engine Chrome ships, so damaged files that browsers open it opens too, and its wheel
 carries the library (no system package). It gives each page's text and ``/PageLabels``
 (``FPDF_GetPageLabel``: "iv", "12"); a page without a label is called by its 1-based number.
