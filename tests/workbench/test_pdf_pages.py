@@ -172,3 +172,10 @@ def test_pdf_pages_can_be_turned_off(library, capsys):
     assert _hit(json.loads(out), STORED).get("page_start") is None  # Zotero's text again, no pages
     code, out = run(capsys, "status", "--data-dir", str(data))
     assert "0 of 4 papers from their PDF" in out
+
+
+def test_the_demo_library_shows_no_pages_line(demo_home, capsys):
+    code, out = run(capsys, "status")
+    assert code == 0 and "pages          :" not in out  # no PDFs to read there: nothing to say
+    code, out = run(capsys, "status", "--json")
+    assert json.loads(out)["corpus"]["pages"]["from_pdf"] == 0

@@ -158,11 +158,7 @@ def format_status(status: dict[str, Any]) -> str:
         f"library        : {status['library']['label']}",
         f"corpus         : {corpus['notes']} notes, {corpus['papers']} papers"
         + (f" ({corpus['error']})" if corpus.get("error") else ""),
-        *(
-            [f"pages          : {pages_line(corpus, status['library']['source'])}"]
-            if corpus.get("pages") and corpus.get("papers")
-            else []
-        ),
+        *([f"pages          : {pages_line(corpus, status['library']['source'])}"] if _pages_shown(status) else []),
         f"index          : {status['index']['chunks']} chunks"
         + (f" · {_dense_line(status['index']['dense_progress'])}" if status["index"].get("dense_progress") else ""),
         f"profile        : {profile}",
@@ -187,8 +183,13 @@ def format_status(status: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _has_pages(corpus: dict) -> bool:
-    return bool(corpus.get("pages") and corpus.get("papers"))
+def _pages_shown(status: dict) -> bool:
+    """The pages line where PDFs can be read (a desktop library) or were: not for the demo or the Web API."""
+    corpus = status["corpus"]
+    if not (corpus.get("pages") and corpus.get("papers")):
+        return False
+    desktop = status["library"]["source"] in ("zotero-sqlite", "zotero-dir")
+    return desktop or bool(corpus["pages"]["from_pdf"] or corpus["pages"]["pdf_failures"])
 
 
 def pages_line(corpus: dict, source: str = "zotero-dir") -> str:
@@ -196,7 +197,7 @@ def pages_line(corpus: dict, source: str = "zotero-dir") -> str:
     pages, papers = corpus["pages"], corpus["papers"]
     parts = [f"{pages['from_pdf']} of {papers} papers from their PDF"]
     if pages["from_fulltext"]:
-        where = "the demo's text" if source == "demo" else "Zotero's full-text cache"
+        where = "the library's full text" if source == "demo" else "Zotero's full-text cache"
         parts.append(f"{pages['from_fulltext']} from {where} (no pages)")
     if pages["metadata_only"]:
         parts.append(f"{pages['metadata_only']} with no full text")
