@@ -96,6 +96,11 @@ class DataPaths:
         return self.root / "zotero_web_cache.sqlite"
 
     @property
+    def pdf_text(self) -> Path:
+        """Per-page text extracted from PDF attachments, by attachment and file stamp (library/pdf_text.py)."""
+        return self.root / "pdf_text.sqlite"
+
+    @property
     def eval_cache(self) -> Path:
         return self.root / "eval"
 

@@ -40,6 +40,59 @@ class Collection:
 
 
 @dataclass(frozen=True)
+class PdfFile:
+    """A PDF attachment whose file is at hand (Zotero's ``storage/<key>/`` or a linked file).
+
+    Why size and mtime: they are the file's identity for staleness (a changed PDF changes the
+    paper's source hash, so the next sync re-extracts it) and for the per-attachment text cache.
+    ``cached_text`` is Zotero's ``.zotero-ft-cache`` of this attachment: what the paper falls back
+    to, without pages, when the PDF cannot be read.
+    """
+
+    attachment_key: str
+    path: str
+    size: int
+    mtime_ns: int
+    cached_text: str | None = None
+
+
+@dataclass(frozen=True)
+class PdfPage:
+    """One page's text. ``index`` is 0-based (Zotero's ``pageIndex``); ``label`` is the PDF's own page
+    label (``/PageLabels``: "iv", "12", "S3") or, without one, the 1-based page number."""
+
+    index: int
+    label: str
+    text: str
+
+
+@dataclass(frozen=True)
+class PdfText:
+    """What reading one PDF gave: its pages, or the reason there are none (encrypted, damaged, no text)."""
+
+    attachment_key: str
+    pages: tuple[PdfPage, ...] = ()
+    failure: str | None = None
+
+
+@dataclass(frozen=True)
+class PageSpan:
+    """The pages a chunk of a paper covers, in one PDF attachment (first and last, 0-based, with labels)."""
+
+    attachment_key: str
+    start: int
+    end: int
+    start_label: str
+    end_label: str
+
+    def cite(self) -> str:
+        """``p. 12`` or ``pp. 12–13``, by the PDF's page labels (what the reader sees printed)."""
+        if self.start == self.end or self.start_label == self.end_label:
+            return f"p. {self.start_label}"
+        return f"pp. {self.start_label}–{self.end_label}"
+
+
+@dataclass(frozen=True)
 class Paper:
     """A regular (non-note) Zotero item: metadata, abstract, and full text when the source has it."""
 
@@ -51,11 +104,14 @@ class Paper:
     date: str = ""  # as the user typed it ("2021-06", "2016")
     doi: str | None = None
     abstract: str | None = None
-    fulltext: str | None = None  # plain text (.zotero-ft-cache or the demo's paragraphs)
+    #: plain text with no PDF at hand (.zotero-ft-cache, the Web API's full text, the demo's paragraphs)
+    fulltext: str | None = None
     publication: str = ""
     collections: tuple[str, ...] = ()  # collection keys
     version: int = 0
     date_modified: str = ""
+    #: the paper's PDF attachments whose files are on this machine, in Zotero's order (read per page)
+    pdfs: tuple[PdfFile, ...] = ()
 
     @property
     def first_author(self) -> str:

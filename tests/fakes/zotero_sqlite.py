@@ -229,12 +229,24 @@ class ZoteroDB:
             )
         return item_id
 
-    def add_attachment(self, key: str, parent: str, *, note: str | None = None) -> int:
-        item_id = self._item(key, "attachment")
+    def add_attachment(
+        self,
+        key: str,
+        parent: str,
+        *,
+        note: str | None = None,
+        link_mode: int = 0,
+        path: str | None = "storage:paper.pdf",
+        content_type: str | None = "application/pdf",
+        library_id: int = 1,
+    ) -> int:
+        """A child attachment as Zotero stores it: ``link_mode`` 0 imported file (``path`` ``storage:NAME``,
+        the file in ``storage/<key>/``), 1 imported URL, 2 linked file (an absolute path or
+        ``attachments:REL`` under the linked-attachment base directory), 3 linked URL (no file)."""
+        item_id = self._item(key, "attachment", library_id)
         self.conn.execute(
-            "INSERT INTO itemAttachments(itemID, parentItemID, linkMode, contentType, path) "
-            "VALUES (?, ?, 0, 'application/pdf', 'storage:paper.pdf')",
-            (item_id, self.item_ids[parent]),
+            "INSERT INTO itemAttachments(itemID, parentItemID, linkMode, contentType, path) VALUES (?, ?, ?, ?, ?)",
+            (item_id, self.item_ids[parent], link_mode, content_type, path),
         )
         if note is not None:  # attachment notes live in itemNotes too
             self.conn.execute(

@@ -24,6 +24,7 @@ OWNERS = {
     "httpx": {"agents/online_clients.py"},
     "defusedxml": {"agents/online_clients.py"},
     "httpx2": {"library/web/source.py"},  # pyzotero's own HTTP client, for its error types
+    "pypdfium2": {"library/pdf_text.py"},  # PDFium: per-page text and page labels of PDF attachments
 }
 
 #: libraries owned by a whole sub-package rather than one module

@@ -13,6 +13,7 @@ from typing import Any
 
 from zocrates_nb.agents.keys import KeyDirectory, note_citation
 from zocrates_nb.agents.library_agent import hit_evidence
+from zocrates_nb.display.pages import page_span
 
 LABEL = "Evidence from your library (no language model configured)"
 CONFIGURE_HINT = "For a written answer, configure a model: `zocrates-nb llm set --base-url URL --model NAME`."
@@ -56,13 +57,16 @@ def _quote(text: str, max_words: int = QUOTE_WORDS) -> str:
     return "\n".join(f"> {line}" for line in lines) or "> (empty)"
 
 
+def paper_citation(item: dict) -> str:
+    """ "Ståhl et al., 2016, p. 12": the author-year citation with the pages of a passage from the PDF."""
+    span = page_span(item)
+    return ", ".join(part for part in (item.get("citation"), span.cite() if span else None) if part)
+
+
 def _heading(item: dict, directory: KeyDirectory) -> str:
     if item["kind"] == "paper":
-        return (
-            f"**{item['title'] or 'Untitled paper'}** ({item['citation']})"
-            if item.get("citation")
-            else f"**{item['title'] or 'Untitled paper'}**"
-        )
+        cited = paper_citation(item)
+        return f"**{item['title'] or 'Untitled paper'}**" + (f" ({cited})" if cited else "")
     parent = directory.display(item["parent_key"]) if item.get("parent_key") else None
     return f"Your note **“{item['title'] or 'untitled'}”**" + (f", on {parent}" if parent else "")
 
@@ -117,7 +121,7 @@ def citations_for(evidence: list[dict], directory: KeyDirectory) -> list[dict]:
     out = []
     for item in evidence:
         parent = directory.describe(item["parent_key"]) if item.get("parent_key") else None
-        citation = item.get("citation") or ""
+        citation = paper_citation(item) if item["kind"] == "paper" else item.get("citation") or ""
         if item["kind"] == "note":
             citation = note_citation(parent)
         out.append(

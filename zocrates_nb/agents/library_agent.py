@@ -16,6 +16,7 @@ from typing import Any
 
 from zocrates_nb.agents.keys import KeyDirectory
 from zocrates_nb.agents.prompting import evidence_preamble, system_prompt, wrap_evidence
+from zocrates_nb.display.pages import page_fields, page_span
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.protocols import ChatClient
 from zocrates_nb.records import INLINE_WORDS
@@ -71,6 +72,8 @@ def hit_evidence(hit: Any, *, query: str, step: int) -> dict:
         "parent_title": get("parent_title"),
         "abstract": get("abstract"),
         "inlined": get("kind") == "note" and word_count is not None and word_count < INLINE_WORDS,
+        # a paper chunk from its PDF: page_start/page_end, their labels, the attachment and its open-pdf link
+        **page_fields(page_span(hit)),
     }
 
 
@@ -233,7 +236,9 @@ def select_evidence(evidence: list[dict], limit_chars: int = MAX_EVIDENCE_CHARS)
 def cite_as(item: dict, directory: KeyDirectory) -> str:
     """The trusted 'how to cite' line shown above an evidence block."""
     if item.get("kind") == "paper":
-        return f"paper — cite as {directory.display(item['key']) or item.get('title')}"
+        span = page_span(item)
+        where = f", {span.cite()} (cite the page too)" if span is not None else ""
+        return f"paper — cite as {directory.display(item['key']) or item.get('title')}{where}"
     parent = directory.display(item["parent_key"]) if item.get("parent_key") else None
     note = f"the researcher's note “{item.get('title') or 'untitled'}”"
     return f"{note} (attached to {parent})" if parent else note

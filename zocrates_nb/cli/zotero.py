@@ -62,9 +62,19 @@ def cmd_library_use(args: argparse.Namespace) -> int:
             "api_key_env": args.api_key_env,
             "local": bool(args.local),
         }
+    library.update(_desktop_files(args) if args.source in ("sqlite", "dir") else {})
     config_store(args).update(lambda cfg: {**cfg, "library": library})
     print(f"library source set to {library['source']}; run `zocrates-nb sync` to read it")
     return EXIT_OK
+
+
+def _desktop_files(args: argparse.Namespace) -> dict[str, object]:
+    """A desktop library's PDF settings: read the PDFs per page (unless ``--no-pdf-pages``), and the
+    linked-attachment base directory when given."""
+    files: dict[str, object] = {"pdf_pages": not args.no_pdf_pages}
+    if args.attachment_base_dir:
+        files["attachment_base_dir"] = str(Path(args.attachment_base_dir).expanduser().resolve())
+    return files
 
 
 def _add_library_parser(sub, common) -> None:
@@ -86,6 +96,14 @@ def _add_library_parser(sub, common) -> None:
         help="environment variable holding the Zotero API key (never stored in the config)",
     )
     use.add_argument("--local", action="store_true", help="Zotero 10's local API on localhost:23119")
+    use.add_argument(
+        "--no-pdf-pages", action="store_true", help="sqlite/dir: index Zotero's full-text cache, not the PDFs' pages"
+    )
+    use.add_argument(
+        "--attachment-base-dir",
+        metavar="DIR",
+        help="sqlite/dir: the base of linked files' relative paths (default: Zotero's own setting)",
+    )
     use.set_defaults(func=cmd_library_use)
     add_library_actions(actions, common)
 

@@ -20,12 +20,15 @@ from typing import TYPE_CHECKING, Any
 from zocrates_nb.convert.html_text import (
     note_title,  # bs4/markdownify (convert/html.py) load on the first conversion only
 )
+from zocrates_nb.convert.pages import PageLines, clean_pages, page_paragraphs
 from zocrates_nb.convert.summary import count_words, cut_at_word, extractive_summary
 from zocrates_nb.convert.toc import build_toc, heading_text, iter_headings
 from zocrates_nb.errors import ConversionError
 
 if TYPE_CHECKING:
-    from zocrates_nb.records import Paper
+    from collections.abc import Sequence
+
+    from zocrates_nb.records import Paper, PdfText
 
 #: bump when the Markdown produced for the same input changes; every bundle then counts as stale
 CONVERTER_VERSION = "zocrates-convert/3"
@@ -44,6 +47,12 @@ class ConvertedNote:
     word_count: int
     source_hash: str
     warnings: tuple[str, ...] = field(default=())
+    #: a paper's text: "pdf" (per page, from its PDFs), "fulltext" (the source's full text, no pages), None
+    text_source: str | None = None
+    #: where each PDF page's text sits in ``markdown`` (empty without PDF pages)
+    pages: tuple[PageLines, ...] = ()
+    #: (attachment key, why) for each PDF at hand that could not be read (its cached text stood in)
+    pdf_failures: tuple[tuple[str, str], ...] = ()
 
     def manifest_fields(self, content_type: str = "text/note") -> dict[str, Any]:
         """The OKF v0.2 manifest fields that conversion alone determines (the corpus adds
@@ -156,6 +165,10 @@ def paper_source_hash(paper: Paper) -> str:
     digest = hashlib.sha256(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     digest.update((paper.fulltext or "").encode("utf-8", "surrogatepass"))
+    for pdf in paper.pdfs:  # a replaced PDF (new size or mtime) makes the paper stale: its pages are read again
+        digest.update(b"\x00pdf\x00")
+        digest.update(json.dumps([pdf.attachment_key, pdf.size, pdf.mtime_ns]).encode("utf-8"))
+        digest.update((pdf.cached_text or "").encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 
@@ -164,7 +177,12 @@ def _escape_block_start(paragraph: str) -> str:
     return "\\" + paragraph if paragraph[:1] in "#>-+*|" else paragraph
 
 
-def _paper_markdown(paper: Paper) -> str:
+def _text_paragraphs(text: str | None) -> list[str]:
+    """Plain full text (blank-line separated) → one-line paragraphs."""
+    return [p for p in (" ".join(p.split()) for p in (text or "").replace("\r\n", "\n").split("\n\n")) if p]
+
+
+def _paper_head(paper: Paper) -> list[str]:
     title = " ".join((paper.title or "Untitled paper").split())
     lines = [f"# {title}", ""]
     facts = []
@@ -177,25 +195,67 @@ def _paper_markdown(paper: Paper) -> str:
     if paper.doi:
         facts.append(f"**DOI:** {paper.doi}")
     if facts:
-        lines += ["  \n".join(facts), ""]
+        lines += [*"  \n".join(facts).split("\n"), ""]
     if paper.abstract and paper.abstract.strip():
-        lines += ["## Abstract", "", paper.abstract.strip(), ""]
-    if paper.fulltext and paper.fulltext.strip():
-        paragraphs = [" ".join(p.split()) for p in paper.fulltext.replace("\r\n", "\n").split("\n\n")]
-        lines += ["## Full text", ""] + [_escape_block_start(p) + "\n" for p in paragraphs if p]
-    return "\n".join(lines).rstrip() + "\n"
+        lines += ["## Abstract", "", *paper.abstract.strip().split("\n"), ""]
+    return lines
 
 
-def convert_paper(paper: Paper) -> ConvertedNote:
-    """A paper record → Markdown (title, authors, year, venue, DOI, ## Abstract, ## Full text)."""
-    markdown = _paper_markdown(paper)
+def _paper_markdown(paper: Paper, pdf_texts: Sequence[PdfText] = ()) -> tuple[str, list[PageLines], str]:
+    """The paper's Markdown, where each PDF page's paragraphs sit in it, and the plain text it shows
+    (the pages' paragraphs, else the full text as given).
+
+    The PDFs' pages come first, in Zotero's order; then, without pages, Zotero's full text of each
+    PDF that could not be read and of the attachments with no PDF at hand.
+    """
+    lines = _paper_head(paper)
+    read = {t.attachment_key: t for t in pdf_texts if t.pages and not t.failure}
+    unpaged = [pdf.cached_text for pdf in paper.pdfs if pdf.attachment_key not in read] + [paper.fulltext]
+    placed: list[PageLines] = []
+    body: list[str] = []
+    for pdf in paper.pdfs:
+        text = read.get(pdf.attachment_key)
+        if text is None:
+            continue
+        for page, page_lines in zip(text.pages, clean_pages([p.text for p in text.pages]), strict=True):
+            paragraphs = page_paragraphs(page_lines)
+            if not paragraphs:
+                continue
+            if not body:
+                lines += ["## Full text", ""]
+            first = len(lines) + 1
+            for paragraph in paragraphs:
+                lines += [_escape_block_start(paragraph), ""]
+                body.append(paragraph)
+            placed.append(PageLines(pdf.attachment_key, page.index, page.label, first, len(lines) - 1))
+    rest = [p for text in unpaged for p in _text_paragraphs(text)]
+    if rest and not body:
+        lines += ["## Full text", ""]
+    for paragraph in rest:
+        lines += [_escape_block_start(paragraph), ""]
+    plain = "\n\n".join(body) if body else "\n\n".join(t for t in unpaged if t)
+    return "\n".join(lines).rstrip() + "\n", placed, plain
+
+
+def convert_paper(paper: Paper, pdf_texts: Sequence[PdfText] = ()) -> ConvertedNote:
+    """A paper record → Markdown (title, authors, year, venue, DOI, ## Abstract, ## Full text).
+
+    ``pdf_texts``: what reading the paper's PDFs gave (``Paper.pdfs``; the corpus reads them). Their
+    pages make the full text, each page's place recorded in ``pages``; a PDF that could not be read
+    falls back to its Zotero full-text cache, and the reason is kept in ``pdf_failures``.
+    """
+    markdown, placed, plain = _paper_markdown(paper, pdf_texts)
+    failures = tuple((t.attachment_key, t.failure) for t in pdf_texts if t.failure)
     abstract: str | None
     source: str | None
     if paper.abstract and paper.abstract.strip():
         abstract, source = cut_at_word(" ".join(paper.abstract.split())), "metadata"
     else:  # summarise the full text, not the metadata lines
-        abstract, source = extractive_summary("\n\n".join((paper.fulltext or "").split("\n\n")))
-    warnings = () if (paper.abstract or paper.fulltext) else ("the paper has no abstract or full text",)
+        abstract, source = extractive_summary(plain)
+    warnings: tuple[str, ...] = (
+        () if (paper.abstract or paper.fulltext or plain) else ("the paper has no abstract or full text",)
+    )
+    warnings += tuple(f"PDF {key}: {why}; Zotero's full-text cache was used (no pages)" for key, why in failures)
     return ConvertedNote(
         markdown=markdown,
         title=paper.title or "Untitled paper",
@@ -205,4 +265,7 @@ def convert_paper(paper: Paper) -> ConvertedNote:
         word_count=count_words(markdown),
         source_hash=paper_source_hash(paper),
         warnings=warnings,
+        text_source="pdf" if placed else ("fulltext" if plain.strip() else None),
+        pages=tuple(placed),
+        pdf_failures=failures,
     )

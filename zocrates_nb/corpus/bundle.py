@@ -66,7 +66,12 @@ def paper_manifest(paper, converted, context: dict, converted_at: str) -> dict:
         date=paper.date,
         version=paper.version,
         date_modified=paper.date_modified,
+        text_source=converted.text_source,
     )
+    if converted.pages:  # where each PDF page sits in content.md: what gives every chunk its pages
+        manifest["pages"] = [page.to_json() for page in converted.pages]
+    if converted.pdf_failures:
+        manifest["pdf_failures"] = [{"attachment_key": k, "reason": why} for k, why in converted.pdf_failures]
     return manifest
 
 

@@ -48,7 +48,19 @@ from zocrates_nb.corpus.meta import MetaDB, MetaRow
 from zocrates_nb.corpus.report import SyncReport, failure_reason
 from zocrates_nb.errors import ConversionError, NotFoundError
 from zocrates_nb.protocols import NullEventSink
+from zocrates_nb.records import PdfFile, PdfText
 from zocrates_nb.storage.locks import corpus_lock
+
+
+class PageReader(Protocol):
+    """What reads a paper's PDF files per page (``library.pdf_text.PdfPageReader``: PDFium, cached).
+
+    Why here and not in the source's snapshot: reading a PDF costs milliseconds a page, and a
+    snapshot must stay cheap (it is taken on every sync and read). Conversion happens on the sync's
+    thread while the dense feed embeds the previous batch on the other core, so the pages are read
+    in the shadow of the embedder."""
+
+    def read(self, pdf: PdfFile) -> PdfText: ...
 
 
 class DocumentIndexer(Protocol):
@@ -95,13 +107,22 @@ class CorpusWriter:
     """The corpus's state and the steps that write one document (see the module docstring)."""
 
     def __init__(
-        self, paths, source, indexer: DocumentIndexer | None = None, events=None, *, durable: bool = False
+        self,
+        paths,
+        source,
+        indexer: DocumentIndexer | None = None,
+        events=None,
+        *,
+        durable: bool = False,
+        pages: PageReader | None = None,
     ) -> None:
         """``durable=True`` fsyncs every bundle (≈3 fsyncs, 5–20 ms each on a busy disk). The default
         relies on self-healing instead: a bundle damaged by a crash fails its ``content_sha256``
         check or its JSON parse on read and is re-materialized from the library. ``events`` receives the
-        ``read``/``lookup``/``sync`` diagnostics events (default: a sink that records nothing)."""
+        ``read``/``lookup``/``sync`` diagnostics events (default: a sink that records nothing).
+        ``pages`` reads papers' PDFs per page; without it a paper keeps Zotero's full text (no pages)."""
         self.durable = durable
+        self.pages = pages
         self.paths = paths
         self.source = source
         self.indexer = indexer
@@ -153,11 +174,24 @@ class CorpusWriter:
             converted = convert_note(item.record.html)
             manifest = note_manifest(item.record, converted, item.context, now_iso())
         else:
-            converted = convert_paper(item.record)
+            converted = convert_paper(item.record, self.pdf_texts(item.record))
             manifest = paper_manifest(item.record, converted, item.context, now_iso())
         manifest["source_hash"] = item.source_hash
         bundle = prepare_bundle(self.corpus_dir, item.record.key, manifest, converted.markdown, durable=self.durable)
         return converted, manifest, bundle
+
+    def pdf_texts(self, paper) -> list[PdfText]:
+        """What reading each of the paper's PDFs gave; a reader that fails outright is a failure of that
+        PDF (the paper falls back to Zotero's full text), never of the paper."""
+        if self.pages is None or not paper.pdfs:
+            return []
+        texts = []
+        for pdf in paper.pdfs:
+            try:
+                texts.append(self.pages.read(pdf))
+            except Exception as err:  # noqa: BLE001 - one unreadable PDF never stops the paper or the sync
+                texts.append(PdfText(pdf.attachment_key, failure=f"the PDF could not be read ({failure_reason(err)})"))
+        return texts
 
     def stored_manifest(self, key: str) -> dict:
         try:
@@ -234,6 +268,9 @@ class CorpusWriter:
 
     def close(self) -> None:
         self.meta.close()
+        close_pages = getattr(self.pages, "close", None)
+        if close_pages is not None:
+            close_pages()
 
 
 def try_manifest(bundle_dir: Path) -> dict | None:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from zocrates_nb.display.pages import open_pdf_url, page_span
 from zocrates_nb.records import INLINE_WORDS
 
 SNIPPET_CHARS = 320
@@ -143,7 +144,17 @@ def _evidence_cell(hit: Any) -> str:
         )
     section = field(hit, "section")
     heading = f"<small>§ {escape(section)}</small><br>" if section else ""
-    return f'{heading}<div class="zc-snippet">{markdown_to_html(snippet(text))}</div>'
+    return f'{heading}{_pages_line(hit)}<div class="zc-snippet">{markdown_to_html(snippet(text))}</div>'
+
+
+def _pages_line(hit: Any) -> str:
+    """ "p. 12 · open in Zotero" for a paper chunk read from its PDF (the link opens the PDF at that page)."""
+    span = page_span(hit)
+    if span is None:
+        return ""
+    url = open_pdf_url(span)
+    link = f' · <a class="zc-open-pdf" href="{escape(url)}">open in Zotero</a>' if url else ""
+    return f'<small class="zc-pages">{escape(span.cite())}{link}</small><br>'
 
 
 def render_search_hit(hit: Any, position: int, pending_reason: str | None = None) -> str:
@@ -207,7 +218,21 @@ def render_search_results(
 
 # --------------------------------------------------------------------------- answers and sources
 
-_SOURCE_FIELDS = ("title", "citation", "kind", "parent_title", "parent_key", "text", "inlined", "word_count")
+_SOURCE_FIELDS = (
+    "title",
+    "citation",
+    "kind",
+    "parent_title",
+    "parent_key",
+    "text",
+    "inlined",
+    "word_count",
+    "page_start",
+    "page_end",
+    "page_label_start",
+    "page_label_end",
+    "attachment_key",
+)
 
 
 def _as_source(item: Any) -> dict[str, Any]:
@@ -255,6 +280,9 @@ def render_source(item: Any) -> str:
         meta.append(f"on “{parent_title}”")
     if _is_inlined(item):
         meta.append("inlined")
+    span = page_span(item)
+    if span is not None:
+        meta.append(span.cite())
     text = field(item, "text") or field(item, "excerpt") or field(item, "snippet")
     body = ""
     if text:

@@ -31,14 +31,15 @@ def library_label(library: dict) -> str:
     return "demo library"
 
 
-def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None]:
-    """(documents by kind, chunk rows, error) from conversion_meta.db; zeros when it does not exist yet."""
+def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, dict[str, int]]:
+    """(documents by kind, chunk rows, error, papers by text source) from conversion_meta.db; zeros when it
+    does not exist yet. The text sources are one GROUP BY over a table of one row per paper."""
     if not paths.meta_db.exists():
-        return {}, 0, None
+        return {}, 0, None, {}
     try:
         conn = sqlite3.connect(f"file:{paths.meta_db}?mode=ro", uri=True, timeout=5)
     except sqlite3.Error as exc:
-        return {}, 0, f"cannot open {paths.meta_db.name}: {exc}"
+        return {}, 0, f"cannot open {paths.meta_db.name}: {exc}", {}
     try:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         documents: dict[str, int] = {}
@@ -47,9 +48,13 @@ def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None]:
                 kind: n for kind, n in conn.execute("SELECT kind, count(*) FROM documents GROUP BY kind ORDER BY kind")
             }
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0] if "chunks" in tables else 0
-        return documents, chunks, None
+        sources: dict[str, int] = {}
+        if "document_text" in tables:
+            sources = dict(conn.execute("SELECT source, count(*) FROM document_text GROUP BY source"))
+            sources["pdf_failures"] = conn.execute("SELECT total(pdf_failures) FROM document_text").fetchone()[0]
+        return documents, chunks, None, {k: int(v) for k, v in sources.items()}
     except sqlite3.Error as exc:
-        return {}, 0, f"cannot read {paths.meta_db.name}: {exc}"
+        return {}, 0, f"cannot read {paths.meta_db.name}: {exc}", {}
     finally:
         conn.close()
 
@@ -77,7 +82,7 @@ def collect_status(paths: DataPaths) -> dict[str, Any]:
         key_source = api_key_source(paths, settings)
     except ZocratesError as exc:
         key_source, status["secrets_error"] = None, {"message": exc.message, "hint": exc.hint}
-    documents, chunks, db_error = _corpus_counts(paths)
+    documents, chunks, db_error, sources = _corpus_counts(paths)
     status.update(
         {
             "config_path": str(store.path),
@@ -105,6 +110,13 @@ def collect_status(paths: DataPaths) -> dict[str, Any]:
             "index": {"chunks": chunks},
         }
     )
+    if sources:  # where the papers' text came from: their PDFs (with pages) or the library's full text
+        status["corpus"]["pages"] = {
+            "from_pdf": sources.get("pdf", 0),
+            "from_fulltext": sources.get("fulltext", 0),
+            "metadata_only": sources.get("metadata", 0),
+            "pdf_failures": sources.get("pdf_failures", 0),
+        }
     if db_error:
         status["corpus"]["error"] = db_error
     from zocrates_nb.library.writing.outbox import Outbox
@@ -146,6 +158,7 @@ def format_status(status: dict[str, Any]) -> str:
         f"library        : {status['library']['label']}",
         f"corpus         : {corpus['notes']} notes, {corpus['papers']} papers"
         + (f" ({corpus['error']})" if corpus.get("error") else ""),
+        *([f"pages          : {pages_line(corpus, status['library']['source'])}"] if _pages_shown(status) else []),
         f"index          : {status['index']['chunks']} chunks"
         + (f" · {_dense_line(status['index']['dense_progress'])}" if status["index"].get("dense_progress") else ""),
         f"profile        : {profile}",
@@ -168,6 +181,30 @@ def format_status(status: dict[str, Any]) -> str:
         if problem in status:
             lines.append(f"PROBLEM        : {status[problem]['message']}\n  → {status[problem]['hint']}")
     return "\n".join(lines)
+
+
+def _pages_shown(status: dict) -> bool:
+    """The pages line where PDFs can be read (a desktop library) or were: not for the demo or the Web API."""
+    corpus = status["corpus"]
+    if not (corpus.get("pages") and corpus.get("papers")):
+        return False
+    desktop = status["library"]["source"] in ("zotero-sqlite", "zotero-dir")
+    return desktop or bool(corpus["pages"]["from_pdf"] or corpus["pages"]["pdf_failures"])
+
+
+def pages_line(corpus: dict, source: str = "zotero-dir") -> str:
+    """ "812 of 950 papers from their PDF; 138 from Zotero's full-text cache (no pages)" for ``status``."""
+    pages, papers = corpus["pages"], corpus["papers"]
+    parts = [f"{pages['from_pdf']} of {papers} papers from their PDF"]
+    if pages["from_fulltext"]:
+        where = "the library's full text" if source == "demo" else "Zotero's full-text cache"
+        parts.append(f"{pages['from_fulltext']} from {where} (no pages)")
+    if pages["metadata_only"]:
+        parts.append(f"{pages['metadata_only']} with no full text")
+    line = "; ".join(parts)
+    if pages["pdf_failures"]:
+        line += f" · {pages['pdf_failures']} PDFs could not be read (`zocrates-nb sync` says why)"
+    return line
 
 
 def _dense_line(progress: dict) -> str:

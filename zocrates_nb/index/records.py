@@ -12,7 +12,8 @@ With a ``count_tokens`` function (the embedder's tokenizer, passed in by the ind
 is exact instead: a document is one chunk when its context line, title and text fit the
 model's window (``WINDOW_TOKENS``), and otherwise it is cut so that every chunk does
 (``convert.window.chunk_to_window``). Every chunk also carries its document's context line
-(:mod:`zocrates_nb.index.context`).
+(:mod:`zocrates_nb.index.context`), and a paper chunk read from its PDF the pages it covers
+(``convert.pages.page_spans``, from the manifest's ``pages``: so a rebuild from bundles keeps them).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from zocrates_nb.convert.pages import page_spans, pages_from_manifest
 from zocrates_nb.index.context import MAX_CONTEXT_TOKENS, clip_to_tokens, context_line
 from zocrates_nb.index.lexical.fts import ChunkRow, FtsDocument
 
@@ -120,10 +122,14 @@ def document_rows(
         word_count=int(word_count),
         abstract=manifest.get("abstract") or None,
         source_hash=manifest.get("source_hash"),
+        text_source=manifest.get("text_source") or (None if kind == "note" else _legacy_source(markdown)),
+        page_count=len(manifest.get("pages") or ()),
+        pdf_failures=len(manifest.get("pdf_failures") or ()),
     )
     body = (markdown or "").strip()
     context = clip_to_tokens(context_line(manifest), MAX_CONTEXT_TOKENS, count_tokens)
     pieces = _pieces(kind, int(word_count), body, title, context, count_tokens)
+    spans = page_spans(markdown or "", pages_from_manifest(manifest), [text for text, _ in pieces])
     rows = [
         ChunkRow(
             chunk_id=f"{key}:{i}",
@@ -137,10 +143,16 @@ def document_rows(
             section=section,
             chunk_index=i,
             context=context,
+            pages=span,
         )
-        for i, (text, section) in enumerate(pieces)
+        for i, ((text, section), span) in enumerate(zip(pieces, spans, strict=True))
     ]
     return doc, rows
+
+
+def _legacy_source(markdown: str) -> str:
+    """A paper bundle from before ``text_source``: its text came from the library (no pages), if any."""
+    return "fulltext" if "\n## Full text\n" in (markdown or "") else "metadata"
 
 
 def embedding_text(title: str, text: str, context: str = "") -> str:

@@ -68,8 +68,13 @@ def open_source(paths, config: dict, *, local_key: Callable[[], str | None] | No
                 f"Set library.{setting} in zocrates_config.json, or pass "
                 f"--{'zotero-sqlite PATH' if setting == 'sqlite_path' else 'zotero-dir DIR'}.",
             )
+        where = Path(lib[setting]).expanduser()
         return ZoteroDesktopLibrary(
-            **{setting: Path(lib[setting]).expanduser()}, library_id=lib.get("desktop_library_id")
+            sqlite_path=where if setting == "sqlite_path" else None,
+            zotero_dir=where if setting == "zotero_dir" else None,
+            library_id=lib.get("desktop_library_id"),
+            read_pdfs=bool(lib.get("pdf_pages", True)),
+            attachment_base_dir=Path(lib["attachment_base_dir"]) if lib.get("attachment_base_dir") else None,
         )
     if source == "zotero-web":
         from zocrates_nb.library.web.source import ZoteroWebLibrary

@@ -8,7 +8,7 @@ The evidence text is a contract the agents (and their prompts) read:
   ``call read_document("KEY")``;
 - provenance headers carry both keys where there are two: ``[Note Key: K, Parent
   Paper Key: P]`` for child notes, ``[Note Key: K]`` for standalone notes,
-  ``[Paper Key: P]`` for paper chunks (with title, first author, year and text).
+  ``[Paper Key: P]`` for paper chunks (title, first author, year, text; ``[Paper Key: P, p. 12]`` from its PDF).
 
 Untrusted text (notes, papers) can never forge a header: inlined lines are all
 prefixed with ``> `` and other passages are folded onto one line. The tools hand back
@@ -24,10 +24,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from zocrates_nb.display.pages import page_fields
 from zocrates_nb.errors import QueryError, ZocratesError
 from zocrates_nb.index.rank.ranking import SearchHit, prepare_query
 from zocrates_nb.protocols import EventSink, NullEventSink, SearchIndex
 from zocrates_nb.records import INLINE_WORDS
+
+# re-exported: the tools' JSON schemas for the model live in retrieval/tool_specs.py
+from zocrates_nb.retrieval.tool_specs import MAX_AGENT_K, TOOL_SPECS
 
 __all__ = [
     "LibraryTools",
@@ -40,7 +44,7 @@ __all__ = [
 ]
 
 _EXCERPT_WORDS = 80
-_MAX_K = 50  # the agents' tool: more evidence than this only dilutes a model's context
+_MAX_K = MAX_AGENT_K
 MAX_PUBLIC_K = 1000  # wb.search / `zocrates-nb search`: people page through long result lists
 
 
@@ -111,7 +115,7 @@ def format_hit(hit: SearchHit, pending_reason: str | None = None) -> str:
         lines.append(f'Full note ({_word_count(hit)} words): call read_document("{hit.key}")')
         return "\n".join(lines)
     lines = [
-        f"[Paper Key: {hit.key}]",
+        f"[Paper Key: {hit.key}{', ' + _one_line(hit.pages.cite()) if hit.pages is not None else ''}]",
         f"Title: {_one_line(hit.title) or '(untitled)'}",
         f"First author: {hit.first_author or 'unknown'}; Year: {hit.year or 'n.d.'}",
     ]
@@ -185,6 +189,7 @@ class SearchResults:
                     "citation": h.citation,
                     "pending": h.key in self.pending,  # true: saved here, not yet in Zotero (outbox)
                     "pending_reason": self.pending.get(h.key),
+                    **page_fields(h.pages),  # page_start/page_end (from 1), their labels, the open-pdf link
                 }
                 for h in self.hits
             ],
@@ -318,84 +323,3 @@ class LibraryTools:
         except ZocratesError as exc:
             return f"Error: {exc.message}" + (f"\nHint: {exc.hint}" if exc.hint else "")
         return f"Error: unknown tool {name!r}; use search_corpus, read_document or get_document_toc."
-
-
-TOOL_SPECS: list[dict] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "search_corpus",
-            "description": (
-                "Search the user's library: their own notes and their papers. Returns up to k results, one per "
-                f"document. Short notes (under {INLINE_WORDS} words) are quoted in full as '> ' lines. "
-                "Longer notes show a title and abstract; call read_document with their key for the full text. "
-                "Paper results show title, first author, year and the matching passage. Headers give the keys to cite: "
-                "[Note Key: K], [Note Key: K, Parent Paper Key: P] or [Paper Key: P]. Search several times "
-                "with different wording if the first results miss."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Natural-language description of what to find."},
-                    "k": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": _MAX_K,
-                        "default": 10,
-                        "description": "How many documents to return.",
-                    },
-                    "filters": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "description": "Optional filters.",
-                        "properties": {
-                            "item_type": {
-                                "type": "string",
-                                "description": "'note', 'paper', or a Zotero item type such as 'journalArticle'.",
-                            },
-                            "collection": {"type": "string", "description": "Collection key or name."},
-                            "parent_key": {"type": "string", "description": "Only notes attached to this paper key."},
-                        },
-                    },
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "read_document",
-            "description": (
-                "Read a note or paper in full as Markdown, by the key shown in search results. "
-                "Pass a section id from get_document_toc to read one section of a long document."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "key": {"type": "string", "description": "The 8-character document key, e.g. 'ABCD2345'."},
-                    "section": {"type": "string", "description": "Optional section id from get_document_toc."},
-                },
-                "required": ["key"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_document_toc",
-            "description": (
-                "List the headings of a long note or paper (id, level, title, line range) so you "
-                "can read only the section you need with read_document."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {"key": {"type": "string", "description": "The 8-character document key."}},
-                "required": ["key"],
-                "additionalProperties": False,
-            },
-        },
-    },
-]

@@ -187,6 +187,15 @@ SCHEMA: dict[str, tuple[Setting, ...]] = {
         Setting(
             "content_dir", "str", None, "demo content folder (tests, custom demos)", nullable=True, max_len=PATH_MAX
         ),
+        Setting("pdf_pages", "bool", True, "read desktop PDFs per page, so paper chunks cite page numbers"),
+        Setting(
+            "attachment_base_dir",
+            "str",
+            None,
+            "base of linked files' relative paths (default: Zotero's own setting)",
+            nullable=True,
+            max_len=PATH_MAX,
+        ),
     ),
     "writer": (
         Setting("kind", "choice", "auto", "who saves notes for a desktop source", choices=WRITER_KINDS),

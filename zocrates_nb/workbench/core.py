@@ -85,9 +85,12 @@ class Workbench(WorkbenchViews):
         if zotero_sqlite or zotero_dir:
             from zocrates_nb.library.desktop.snapshot import ZoteroDesktopLibrary
 
+            lib = self.config.read()["library"]
             return ZoteroDesktopLibrary(
                 sqlite_path=Path(zotero_sqlite) if zotero_sqlite else None,
                 zotero_dir=Path(zotero_dir) if zotero_dir else None,
+                read_pdfs=bool(lib.get("pdf_pages", True)),
+                attachment_base_dir=Path(lib["attachment_base_dir"]) if lib.get("attachment_base_dir") else None,
             )
         from zocrates_nb.library import open_source
         from zocrates_nb.library.writing.choice import read_local_key
@@ -131,8 +134,11 @@ class Workbench(WorkbenchViews):
     def corpus(self) -> Corpus:
         """The OKF bundles converted from the library, and the sync that keeps them current."""
         from zocrates_nb.corpus.sync import Corpus
+        from zocrates_nb.library.pdf_text import PdfPageReader
 
-        return Corpus(self.paths, self.source, indexer=self.index, events=self.events)
+        # a paper's PDFs are read per page as it is converted (cached per attachment in the data directory)
+        pages = PdfPageReader(self.paths.pdf_text)
+        return Corpus(self.paths, self.source, indexer=self.index, events=self.events, pages=pages)
 
     @cached_property
     def tools(self) -> LibraryTools:

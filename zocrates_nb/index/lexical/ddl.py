@@ -77,6 +77,23 @@ CREATE TABLE IF NOT EXISTS index_documents(
     source_hash TEXT,
     chunk_count INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS chunk_pages(
+    chunk INTEGER PRIMARY KEY,
+    attachment_key TEXT NOT NULL,
+    page_start INTEGER NOT NULL,
+    page_end INTEGER NOT NULL,
+    label_start TEXT NOT NULL,
+    label_end TEXT NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS chunks_pages_ad AFTER DELETE ON chunks BEGIN
+    DELETE FROM chunk_pages WHERE chunk = old.id;
+END;
+CREATE TABLE IF NOT EXISTS document_text(
+    key TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    pages INTEGER NOT NULL DEFAULT 0,
+    pdf_failures INTEGER NOT NULL DEFAULT 0
+);
 """
 
 

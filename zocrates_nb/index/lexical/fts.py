@@ -28,7 +28,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from zocrates_nb.index.lexical import pages
 
 # re-exported: callers build their MATCH expressions through this module (index/lexical/query.py)
 from zocrates_nb.index.lexical.query import natural_query, query_terms, quote_fts
@@ -42,6 +44,7 @@ from zocrates_nb.index.lexical.schema import (
     schema_ready,
     set_title_weight,
 )
+from zocrates_nb.records import PageSpan
 
 __all__ = [
     "TOKENIZER",
@@ -83,6 +86,7 @@ class ChunkRow:
     section: str | None = None
     chunk_index: int = 0
     context: str = ""  # indexed beside the text, weighted lower (index/context.py)
+    pages: PageSpan | None = None  # a paper chunk read from its PDF: the pages it covers (index/lexical/pages.py)
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,9 @@ class FtsDocument:
     abstract: str | None = None
     source_hash: str | None = None
     extra: dict = field(default_factory=dict)
+    text_source: str | None = None  # a paper's: "pdf", "fulltext" or "metadata" (index/lexical/pages.py)
+    page_count: int = 0  # PDF pages with text
+    pdf_failures: int = 0  # PDFs at hand that could not be read
 
 
 def replace_document(conn: sqlite3.Connection, doc: FtsDocument, rows: Sequence[ChunkRow]) -> list[str]:
@@ -171,6 +178,7 @@ def replace_document(conn: sqlite3.Connection, doc: FtsDocument, rows: Sequence[
             len(rows),
         ),
     )
+    pages.replace_pages(conn, doc, rows)
     return stale
 
 
@@ -179,6 +187,7 @@ def delete_document(conn: sqlite3.Connection, key: str) -> list[str]:
     ids = [cid for (cid,) in conn.execute("SELECT chunk_id FROM chunks WHERE key = ?", (key,))]
     conn.execute("DELETE FROM chunks WHERE key = ?", (key,))
     conn.execute("DELETE FROM index_documents WHERE key = ?", (key,))
+    pages.forget_document(conn, key)
     return ids
 
 
@@ -186,6 +195,7 @@ def clear(conn: sqlite3.Connection) -> None:
     """Empty the lexical index (rebuild starts here)."""
     conn.execute("DELETE FROM chunks")
     conn.execute("DELETE FROM index_documents")
+    conn.execute("DELETE FROM document_text")
     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
 
 
@@ -320,6 +330,9 @@ def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkR
         out[r[0]] = ChunkRow(
             r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7] or "[]")), r[8], r[9], r[10] or ""
         )
+    papers = [cid for cid, row in out.items() if row.kind == "paper"]
+    for cid, span in (pages.spans_of(conn, papers) if papers else {}).items():
+        out[cid] = replace(out[cid], pages=span)
     return out
 
 

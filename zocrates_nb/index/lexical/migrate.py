@@ -6,7 +6,7 @@ import sqlite3
 
 from zocrates_nb.index.lexical.ddl import SCHEMA, split_sql
 
-__all__ = ["add_collection_index", "add_context_column"]
+__all__ = ["add_collection_index", "add_context_column", "add_document_text"]
 
 
 def add_context_column(conn: sqlite3.Connection) -> None:
@@ -42,4 +42,25 @@ def add_collection_index(conn: sqlite3.Connection) -> None:
     conn.execute(
         "INSERT OR IGNORE INTO chunk_collections(collection, chunk) "
         "SELECT j.value, c.id FROM chunks AS c, json_each(c.collections) AS j"
+    )
+
+
+def add_document_text(conn: sqlite3.Connection) -> None:
+    """An index from before page numbers: create ``document_text`` and say where each paper's text came from.
+
+    Every paper indexed before it had its text from the library's full text, with no pages: one
+    with a chunk under (or holding) "## Full text" is ``fulltext``, one without is ``metadata``. So ``status``
+    counts an old index right at once; a paper whose PDF is at hand is re-made by the next sync
+    (its source hash now covers the PDF) and then reads ``pdf``. ``chunk_pages`` starts empty.
+    """
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "index_documents" not in tables or "document_text" in tables:
+        return
+    (create,) = [sql for sql in split_sql(SCHEMA) if sql.startswith("CREATE TABLE IF NOT EXISTS document_text")]
+    conn.execute(create)
+    conn.execute(
+        "INSERT INTO document_text(key, source) SELECT d.key, CASE WHEN EXISTS (SELECT 1 FROM chunks c "
+        "WHERE c.key = d.key AND (c.section = 'Full text' OR instr(c.text, '## Full text') > 0)) "
+        "THEN 'fulltext' ELSE 'metadata' END "
+        "FROM index_documents AS d WHERE d.kind = 'paper'"
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 
 from zocrates_nb.index.lexical.ddl import SCHEMA, TOKENIZER, split_sql
-from zocrates_nb.index.lexical.migrate import add_collection_index, add_context_column
+from zocrates_nb.index.lexical.migrate import add_collection_index, add_context_column, add_document_text
 
 __all__ = [
     "TOKENIZER",
@@ -33,6 +33,7 @@ def ensure_schema(conn: sqlite3.Connection, title_weight: float | None = None) -
     """Create the tables and triggers if missing (idempotent, safe inside a transaction)."""
     add_collection_index(conn)
     add_context_column(conn)
+    add_document_text(conn)
     for statement in split_sql(SCHEMA):
         conn.execute(statement)
     if title_weight is not None:
@@ -53,6 +54,9 @@ _OBJECTS = (
     "chunks_cc_ad",
     "chunks_cc_au",
     "index_documents",
+    "chunk_pages",
+    "chunks_pages_ad",
+    "document_text",
 )
 
 

@@ -86,6 +86,7 @@ def _hit(cid: str, row: Any, doc: Any, score: float, ranks: dict[str, int | None
         first_author=doc.first_author if doc else None,
         year=doc.year if doc else None,
         collections=row.collections,
+        pages=getattr(row, "pages", None),
     )
 
 

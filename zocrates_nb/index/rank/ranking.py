@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from zocrates_nb.errors import QueryError
+from zocrates_nb.records import PageSpan
 
 __all__ = [
     "MODES",
@@ -231,6 +232,7 @@ class SearchHit:
     first_author: str | None = None
     year: int | None = None
     collections: tuple[str, ...] = ()
+    pages: PageSpan | None = None  # a paper chunk read from its PDF: the pages it covers
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -28,7 +28,7 @@ from typing import Any
 LOCAL_PORT = 23119
 #: one pref line; the value is a whole JavaScript string literal (a ``);`` inside a path cannot end it)
 _PREF_RE = re.compile(
-    r'user_pref\(\s*"extensions\.zotero\.(dataDir|useDataDir)"\s*,\s*'
+    r'user_pref\(\s*"extensions\.zotero\.(dataDir|useDataDir|baseAttachmentPath)"\s*,\s*'
     r'("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|true|false)\s*\)\s*;',
     re.S,
 )
@@ -113,6 +113,43 @@ def parse_prefs(text: str) -> Path | None:
     return Path(raw) if raw else None
 
 
+def parse_base_attachment_path(text: str) -> Path | None:
+    """The "Linked Attachment Base Directory" a ``prefs.js`` names (``extensions.zotero.baseAttachmentPath``):
+    what a linked file's ``attachments:REL`` path is relative to (zotero/zotero ``attachments.js``,
+    ``resolveRelativePath``). Pure."""
+    prefs = {name: value for name, value in _PREF_RE.findall(text)}
+    raw = js_string_value(prefs["baseAttachmentPath"]) if "baseAttachmentPath" in prefs else ""
+    return Path(raw) if raw else None
+
+
+def attachment_base_dir(data_dir: Path, home: Path | None = None) -> Path | None:
+    """The linked-attachment base directory of the profile whose data directory is ``data_dir``.
+
+    Zotero keeps the preference in its *profile* (``prefs.js``), not beside ``zotero.sqlite``, so
+    the profile that points at this data directory is looked up the way ``candidate_dirs`` finds
+    them (a profile without ``dataDir`` uses ``~/Zotero``). None when no profile names one.
+    """
+    home = home or Path(os.environ.get("HOME") or Path.home())
+    try:
+        wanted = Path(data_dir).expanduser().resolve()
+    except OSError:
+        return None
+    for root in profile_roots(home):
+        for prefs in sorted(root.glob("*/prefs.js")) if root.is_dir() else []:
+            try:
+                text = prefs.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            folder = parse_prefs(text) or home / "Zotero"
+            try:
+                same = folder.expanduser().resolve() == wanted
+            except OSError:
+                continue
+            if same:
+                return parse_base_attachment_path(text)
+    return None
+
+
 def candidate_dirs(home: Path | None = None) -> list[tuple[Path, str]]:
     """(data dir, how it was found), without duplicates, in Zotero's order."""
     home = home or Path(os.environ.get("HOME") or Path.home())
@@ -181,7 +218,8 @@ def _synced_counts(conn: sqlite3.Connection, sqlite_path: Path) -> dict:
     from zocrates_nb.library.desktop.reader import SnapshotReader
 
     try:
-        snap = SnapshotReader(conn, sqlite_path=sqlite_path, library_id=None, fulltext_for=lambda keys, f: None).read()
+        no_files = lambda rows, failures: (None, ())  # noqa: E731 - counts need no full text
+        snap = SnapshotReader(conn, sqlite_path=sqlite_path, library_id=None, fulltext_for=no_files).read()
     except (LibraryError, sqlite3.Error):  # not (or no longer) a Zotero database: nothing sync could read
         return {"items": 0, "notes": 0, "collections": 0}
     return {"items": len(snap.papers), "notes": len(snap.notes), "collections": len(snap.collections)}

@@ -15,12 +15,27 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from html import escape
 from pathlib import Path
-from typing import cast
+from typing import NamedTuple, cast
 
 from zocrates_nb.errors import LibraryError
 from zocrates_nb.library.base import Collection, LibrarySnapshot, Note, Paper, with_valid_keys
+from zocrates_nb.records import PdfFile
 
-__all__ = ["SnapshotReader", "parse_zotero_date", "strip_note_wrapper"]
+__all__ = ["AttachmentRow", "FileText", "SnapshotReader", "parse_zotero_date", "strip_note_wrapper"]
+
+
+class AttachmentRow(NamedTuple):
+    """A child attachment as ``itemAttachments`` stores it (``path``: ``storage:NAME``, ``attachments:REL``
+    or an absolute path; ``link_mode`` 0 imported file, 1 imported URL, 2 linked file, 3 linked URL)."""
+
+    key: str
+    link_mode: int | None
+    content_type: str | None
+    path: str | None
+
+
+#: what the source makes of a paper's attachments: (full text with no PDF at hand, the PDFs at hand)
+FileText = tuple[str | None, tuple[PdfFile, ...]]
 
 _WRAPPER_RE = re.compile(r'^<div class="zotero-note znv[0-9]+">')
 _MULTIPART_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) (.*)$", re.S)
@@ -108,7 +123,7 @@ class SnapshotReader:
         *,
         sqlite_path: Path,
         library_id: int | None,
-        fulltext_for: Callable[[Sequence[str], list], str | None],
+        fulltext_for: Callable[[Sequence[AttachmentRow], list], FileText],
     ) -> None:
         self.conn, self.sqlite_path, self.library_id, self.fulltext_for = conn, sqlite_path, library_id, fulltext_for
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -245,18 +260,20 @@ class SnapshotReader:
                 else str(value)
             )
         creators = self._creators()
-        attachments: dict[int, list[str]] = defaultdict(list)
+        attachments: dict[int, list[AttachmentRow]] = defaultdict(list)
         if "itemAttachments" in self.tables:
-            for att_id, parent_id in conn.execute(
-                "SELECT itemID, parentItemID FROM itemAttachments WHERE parentItemID IS NOT NULL ORDER BY itemID"
+            for att_id, parent_id, mode, ctype, path in conn.execute(
+                "SELECT itemID, parentItemID, linkMode, contentType, path FROM itemAttachments "
+                "WHERE parentItemID IS NOT NULL ORDER BY itemID"
             ):
                 if att_id not in trashed and att_id in keys:
-                    attachments[parent_id].append(keys[att_id])
+                    attachments[parent_id].append(AttachmentRow(keys[att_id], mode, ctype, path))
         papers = []
         for item_id, key, type_name, version, modified in items:
             f = fields.get(item_id, {})
             date_text, year = parse_zotero_date(next((f[n] for n in _DATE_FIELDS if f.get(n)), ""))
             doi = f.get("DOI") or (m.group(1) if (m := _DOI_IN_EXTRA_RE.search(f.get("extra", ""))) else None)
+            fulltext, pdfs = self.fulltext_for(attachments.get(item_id, ()), failures)
             papers.append(
                 Paper(
                     key=key,
@@ -267,11 +284,12 @@ class SnapshotReader:
                     date=date_text,
                     doi=doi or None,
                     abstract=f.get("abstractNote") or None,
-                    fulltext=self.fulltext_for(attachments.get(item_id, ()), failures),
+                    fulltext=fulltext,
                     publication=next((f[n] for n in _PUBLICATION_FIELDS if f.get(n)), ""),
                     collections=tuple(item_colls.get(item_id, ())),
                     version=version or 0,
                     date_modified=_sql_to_iso(modified),
+                    pdfs=pdfs,
                 )
             )
         return papers

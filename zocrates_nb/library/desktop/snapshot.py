@@ -17,20 +17,26 @@ a note is trashed when it or its parent is in ``deletedItems``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
+import stat
 import tempfile
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from zocrates_nb.errors import LibraryError, LibraryLockedError, LibraryReadOnlyError
 from zocrates_nb.library.base import LibrarySnapshot, Note, Paper, is_safe_key
-from zocrates_nb.library.desktop.reader import SnapshotReader
+from zocrates_nb.library.desktop.detect import attachment_base_dir as find_attachment_base_dir
+from zocrates_nb.library.desktop.files import attachment_path, is_pdf, needs_base_dir
+from zocrates_nb.library.desktop.reader import AttachmentRow, FileText, SnapshotReader
 
 # the schema queries moved to zotero_desktop_reader.py; these stay importable from here
 from zocrates_nb.library.desktop.reader import parse_zotero_date as parse_zotero_date
 from zocrates_nb.library.desktop.reader import strip_note_wrapper as strip_note_wrapper
+from zocrates_nb.records import PdfFile
 
 _COPY_ATTEMPTS = 3
 
@@ -41,8 +47,16 @@ class ZoteroDesktopLibrary:
     writable = False
 
     def __init__(
-        self, sqlite_path: Path | None = None, zotero_dir: Path | None = None, *, library_id: int | None = None
+        self,
+        sqlite_path: Path | None = None,
+        zotero_dir: Path | None = None,
+        *,
+        library_id: int | None = None,
+        read_pdfs: bool = True,
+        attachment_base_dir: Path | None = None,
     ) -> None:
+        """``read_pdfs``: offer the PDFs at hand for per-page text (False: Zotero's full-text cache only).
+        ``attachment_base_dir``: the base of linked files' relative paths (default: from Zotero's prefs)."""
         if sqlite_path is None and zotero_dir is None:
             raise LibraryError(
                 "No Zotero database given.",
@@ -61,6 +75,9 @@ class ZoteroDesktopLibrary:
         self._notes: dict[str, Note] = {}
         self._papers: dict[str, Paper] = {}
         self._fulltext_cache: dict[Path, tuple[tuple[int, int], str]] = {}
+        self.read_pdfs = read_pdfs
+        self._base_dir = Path(attachment_base_dir).expanduser() if attachment_base_dir else None
+        self._base_dir_looked_up = False
 
     # -- protocol -------------------------------------------------------
     def describe(self) -> str:
@@ -75,7 +92,36 @@ class ZoteroDesktopLibrary:
                 self._snapshot, self._stamp = snap, stamp
                 self._notes = {n.key: n for n in snap.notes}
                 self._papers = {p.key: p for p in snap.papers}
+            elif any(p.pdfs for p in self._snapshot.papers):
+                self._refresh_pdfs()
             return self._snapshot
+
+    def _refresh_pdfs(self) -> None:
+        """A PDF replaced or removed while the database stayed the same: its papers get the new stamps.
+
+        Why: a PDF is its own file, outside ``zotero.sqlite``; without this a changed PDF would wait
+        for the next database write before its pages were read again. One ``stat`` per PDF.
+        """
+        assert self._snapshot is not None
+        changed = {}
+        for paper in self._snapshot.papers:
+            if not paper.pdfs:
+                continue
+            kept, gone = [], []
+            for pdf in paper.pdfs:
+                try:
+                    st = os.stat(pdf.path)
+                except OSError:
+                    gone.append(pdf.cached_text or "")
+                    continue
+                kept.append(replace(pdf, size=st.st_size, mtime_ns=st.st_mtime_ns))
+            if gone or any(a != b for a, b in zip(kept, paper.pdfs, strict=False)):
+                fulltext = "\n\n".join(t.strip() for t in [paper.fulltext or "", *gone] if t.strip()) or None
+                changed[paper.key] = replace(paper, pdfs=tuple(kept), fulltext=fulltext)
+        if changed:
+            papers = tuple(changed.get(p.key, p) for p in self._snapshot.papers)
+            self._snapshot = replace(self._snapshot, papers=papers)
+            self._papers.update(changed)
 
     def get_note(self, key: str) -> Note | None:
         """Served from the loaded snapshot (a dict hit); loads one if none is loaded yet."""
@@ -177,31 +223,62 @@ class ZoteroDesktopLibrary:
             finally:
                 conn.close()
 
-    def _fulltext_for(self, attachment_keys: Sequence[str], failures: list) -> str | None:
-        texts = []
-        for att_key in attachment_keys:
-            if not is_safe_key(att_key):  # a crafted key must not name a path outside storage/
-                failures.append((repr(att_key)[:40], "attachment refused: not a valid Zotero key"))
+    def _fulltext_for(self, rows: Sequence[AttachmentRow], failures: list) -> FileText:
+        """(Zotero's full text of the attachments with no PDF at hand, the PDFs at hand).
+
+        A PDF whose file is here (``storage/<key>/`` or a linked file) is read per page at conversion
+        time; its own ``.zotero-ft-cache`` travels with it as the fallback. Everything else keeps the
+        cache text as before. Only a ``stat`` per PDF here: a snapshot stays cheap.
+        """
+        texts: list[str] = []
+        pdfs: list[PdfFile] = []
+        for row in rows:
+            if not is_safe_key(row.key):  # a crafted key must not name a path outside storage/
+                failures.append((repr(row.key)[:40], "attachment refused: not a valid Zotero key"))
                 continue
-            path = self.storage_dir / att_key / ".zotero-ft-cache"
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            stamp = (st.st_mtime_ns, st.st_size)
-            cached = self._fulltext_cache.get(path)
-            if cached and cached[0] == stamp:
-                texts.append(cached[1])
-                continue
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError as exc:
-                failures.append((att_key, f"full text unreadable: {exc}"))
-                continue
-            self._fulltext_cache[path] = (stamp, text)
-            texts.append(text)
+            cached = self._cache_text(row.key, failures)
+            found = self._pdf_at_hand(row, cached) if self.read_pdfs and is_pdf(row) else None
+            if found is not None:
+                pdfs.append(found)
+            elif cached and cached.strip():
+                texts.append(cached)
         joined = "\n\n".join(t.strip() for t in texts if t.strip())
-        return joined or None
+        return joined or None, tuple(pdfs)
+
+    def _cache_text(self, att_key: str, failures: list) -> str | None:
+        """The attachment's ``.zotero-ft-cache`` (kept in memory by the file's stamp), or None."""
+        path = self.storage_dir / att_key / ".zotero-ft-cache"
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        cached = self._fulltext_cache.get(path)
+        if cached and cached[0] == stamp:
+            return cached[1]
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            failures.append((att_key, f"full text unreadable: {exc}"))
+            return None
+        self._fulltext_cache[path] = (stamp, text)
+        return text
+
+    def _pdf_at_hand(self, row: AttachmentRow, cached_text: str | None) -> PdfFile | None:
+        """The attachment's PDF file when it exists here (its size and mtime are its identity)."""
+        if needs_base_dir(row) and self._base_dir is None and not self._base_dir_looked_up:
+            self._base_dir_looked_up = True
+            self._base_dir = find_attachment_base_dir(self.zotero_dir or self.sqlite_path.parent)
+        path = attachment_path(row, self.storage_dir, self._base_dir)
+        if path is None:
+            return None
+        try:
+            st = path.stat()
+        except OSError:
+            return None  # not synced to this machine, or moved: Zotero's full-text cache stands in
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return PdfFile(row.key, str(path), st.st_size, st.st_mtime_ns, cached_text)
 
 
 _READ_ONLY = (

@@ -1,0 +1,65 @@
+"""A paper chunk's pages as the faces show them: "p. 12", the JSON fields, and the link that opens the PDF there.
+
+Why one module: the agents' evidence, ``search --json``, the notebook's result table and the answer's
+sources all say where in a PDF a passage is; they take it from here so they say it the same way.
+Pure functions over ``records.PageSpan`` (or a hit from ``search --json``, which carries the flat fields).
+
+The link is ``zotero://open-pdf/library/items/<attachment key>?page=N``: Zotero's protocol handler
+(``components/zotero-protocol-handler.js``, ``OpenPDFExtension``) opens the attachment in its reader
+at page N, counted from 1 (the physical page, not the printed label: "p. 289" may be ``page=303``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from zocrates_nb.records import PageSpan, is_valid_key
+
+__all__ = ["open_pdf_url", "page_fields", "page_span"]
+
+
+def open_pdf_url(span: PageSpan) -> str | None:
+    """The ``zotero://open-pdf`` link to the first page of ``span`` (None for a key that is not Zotero's).
+
+    The one place the link is made for page spans; helper ``annot``'s ``display.links.open_pdf_link``
+    (group libraries, annotations) can take its place at merge without touching the callers.
+    """
+    if not is_valid_key(span.attachment_key):
+        return None
+    return f"zotero://open-pdf/library/items/{span.attachment_key}?page={int(span.start) + 1}"
+
+
+def page_fields(span: PageSpan | None) -> dict[str, Any]:
+    """The flat fields a ``search --json`` hit carries: pages counted from 1, their labels, the link."""
+    if span is None:
+        return {}
+    return {
+        "page_start": span.start + 1,
+        "page_end": span.end + 1,
+        "page_label_start": span.start_label,
+        "page_label_end": span.end_label,
+        "pages": span.cite(),
+        "attachment_key": span.attachment_key,
+        "open_pdf": open_pdf_url(span),
+    }
+
+
+def page_span(hit: Any) -> PageSpan | None:
+    """The span of a ``SearchHit`` or an evidence record, or rebuilt from a JSON hit's flat fields."""
+    found = hit.get("pages") if isinstance(hit, Mapping) else getattr(hit, "pages", None)
+    if isinstance(found, PageSpan):
+        return found
+    if not isinstance(hit, Mapping) or hit.get("page_start") is None or not hit.get("attachment_key"):
+        return None
+    try:
+        start, end = int(hit["page_start"]) - 1, int(hit.get("page_end") or hit["page_start"]) - 1
+    except (TypeError, ValueError):
+        return None
+    return PageSpan(
+        str(hit["attachment_key"]),
+        start,
+        end,
+        str(hit.get("page_label_start") or start + 1),
+        str(hit.get("page_label_end") or end + 1),
+    )
