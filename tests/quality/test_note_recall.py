@@ -164,15 +164,20 @@ def test_demo_questions_have_kinds_and_a_stratified_split():
     assert len(questions) >= 120
     assert sum(q["kind"] == "paraphrase" for q in questions) >= 40
     assert sum(q["kind"] == "child" for q in questions) >= 20
-    # q001–q122 alternate dev/test within each kind; the harder questions after them are dev only
-    # (written after dev saturated, so that tuning can still tell settings apart)
-    stratified = [q for q in questions if int(q["id"][1:]) <= 122]
+    # q001–q122 alternate dev/test within each kind; q123–q167 are dev only (written after dev
+    # saturated, so that tuning can still tell settings apart); q168 on are the harder paraphrases of
+    # issue 24 (a method by what it does, an experiment by its place in a sequence), alternating again
+    # so that the test split gets harder too.
+    number = {q["id"]: int(q["id"][1:]) for q in questions}
+    stratified = [q for q in questions if number[q["id"]] <= 122 or number[q["id"]] >= 168]
     for kind in kinds:
         dev = sum(q["kind"] == kind and q["split"] == "dev" for q in stratified)
         test = sum(q["kind"] == kind and q["split"] == "test" for q in stratified)
-        assert abs(dev - test) <= 1
-    hard = [q for q in questions if int(q["id"][1:]) > 122]
-    assert len(hard) >= 30 and {q["split"] for q in hard} == {"dev"}
+        assert abs(dev - test) <= 1, kind
+    dev_only = [q for q in questions if 122 < number[q["id"]] < 168]
+    assert len(dev_only) >= 30 and {q["split"] for q in dev_only} == {"dev"}
+    harder = [q for q in questions if number[q["id"]] >= 168]
+    assert len(harder) >= 30 and {q["kind"] for q in harder} == {"paraphrase"}
     assert len(load_note_questions(split="dev")) + len(load_note_questions(split="test")) == len(questions)
     with pytest.raises(Exception, match="split"):
         load_note_questions(split="train")
@@ -264,10 +269,11 @@ def test_default_fusion_holds_the_tuned_dev_figures_with_papers_competing(demo_w
     from zocrates_nb.quality.evaluate import run_notes_eval
 
     result = run_notes_eval(demo_workbench.index, split="dev")
-    assert result["recall@5"] >= 0.97 and result["mrr"] >= 0.88, result["misses"]
-    # float32 vectors found 51 of the 53 paraphrases in the top 5; the int8 embedder (1.8x faster to
-    # index, index/embed/build.py) finds 50: one query (q132) fell just below the top 5. A second loss fails here.
-    assert result["per_kind"]["paraphrase"]["recall@5"] >= 0.94
+    # Measured with the harder paraphrases of issue 24 (q168 on) in the set: dev R@5 0.9508, MRR@10
+    # 0.8571, paraphrases 0.9118 (62 of 68). Before them the set gave 0.97 / 0.88; the floors follow the
+    # harder set and a single further loss of a paraphrase fails here.
+    assert result["recall@5"] >= 0.95 and result["mrr"] >= 0.85, result["misses"]
+    assert result["per_kind"]["paraphrase"]["recall@5"] >= 0.91
     assert result["per_kind"]["child"]["recall@5"] == 1.0
 
 

@@ -4,7 +4,7 @@ Layout (so that more commands slot in cleanly): one module per area — ``config
 llm, config), ``library`` (sync, search, ask, convert, eval, index, library, demo), ``zotero``
 (library detect/writer, outbox, ask --save), ``retrieval`` (explain), ``engine`` and ``doctor`` —
 each with one ``cmd_<name>(args) -> int`` function per command and one ``_add_<name>_parser(sub,
-common)`` that declares its arguments. They share only ``_common`` (data directory, config store,
+common)`` that declares its arguments. They share only ``common`` (data directory, config store,
 JSON output, exit codes); ``build_parser()`` here calls every builder.
 
 Every (sub)command accepts the global options (``--data-dir``, ``--zotero-data-dir``) before OR
@@ -22,7 +22,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from zocrates_nb.cli._common import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, ParserBuilder
+from zocrates_nb.cli.common import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, ParserBuilder
 from zocrates_nb.errors import ValidationError, ZocratesError
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_REFUSED", "build_parser", "main"]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zocrates_nb.cli._common import EXIT_ERROR, EXIT_OK, config_store, paths_from_args, print_json
+from zocrates_nb.cli.common import EXIT_ERROR, EXIT_OK, config_store, paths_from_args, print_json
 from zocrates_nb.errors import ValidationError, ZocratesError
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from zocrates_nb.cli._common import EXIT_ERROR, EXIT_OK, paths_from_args
+from zocrates_nb.cli.common import EXIT_ERROR, EXIT_OK, paths_from_args
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

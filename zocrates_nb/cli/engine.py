@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from zocrates_nb.cli._common import EXIT_OK, paths_from_args
+from zocrates_nb.cli.common import EXIT_OK, paths_from_args
 
 
 def cmd_engine(args: argparse.Namespace) -> int:

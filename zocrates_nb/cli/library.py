@@ -13,8 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from zocrates_nb.cli._common import EXIT_ERROR, EXIT_OK, config_store, paths_from_args, print_json
-from zocrates_nb.cli._common import open_workbench as _workbench
+from zocrates_nb.cli.common import EXIT_ERROR, EXIT_OK, config_store, paths_from_args, print_json
+from zocrates_nb.cli.common import open_workbench as _workbench
 from zocrates_nb.errors import ZocratesError
 
 # ----------------------------------------------------------------------------- sync

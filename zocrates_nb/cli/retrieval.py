@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from zocrates_nb.cli._common import EXIT_OK, print_json
-from zocrates_nb.cli._common import open_workbench as _workbench
+from zocrates_nb.cli.common import EXIT_OK, print_json
+from zocrates_nb.cli.common import open_workbench as _workbench
 
 __all__ = ["RETRIEVAL_COMMANDS"]
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zocrates_nb.cli._common import EXIT_OK, config_store, paths_from_args, print_json
+from zocrates_nb.cli.common import EXIT_OK, config_store, paths_from_args, print_json
 from zocrates_nb.errors import LibraryError, ZocratesError
 
 if TYPE_CHECKING:

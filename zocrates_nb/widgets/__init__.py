@@ -25,15 +25,3 @@ def __getattr__(name: str) -> Any:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'zocrates_nb.widgets' has no attribute {name!r}")
-
-
-def _default_workbench() -> Any:
-    """The workbench ``ChatPanel()`` / ``ProfileEditor()`` use when given none.
-
-    Why through the package root: widgets sit above the wiring's users, not beside it, so they never
-    import ``workbench.py``; ``zocrates_nb.default_workbench`` (resolved lazily by the package) is the one
-    helper that decides which workbench that is.
-    """
-    import zocrates_nb
-
-    return zocrates_nb.default_workbench()

@@ -25,10 +25,10 @@ import traitlets
 
 from zocrates_nb.display import render  # the one renderer (zocrates_nb.display.render)
 from zocrates_nb.errors import ZocratesError
-from zocrates_nb.widgets import _default_workbench
 
 # the collection / parent-paper pickers (and their constants) live in save_destination.py (issue 12)
 from zocrates_nb.widgets.save_destination import NO_COLLECTION, NO_PARENT, SHOW_ALL_PAPERS_UP_TO, SaveDestination
+from zocrates_nb.workbench.core import default_workbench
 
 __all__ = [
     "NO_COLLECTION",
@@ -75,7 +75,7 @@ class ChatPanel(SaveDestination):
 
     def __init__(self, workbench: Any = None) -> None:
         if workbench is None:
-            workbench = _default_workbench()
+            workbench = default_workbench()
         self.workbench = workbench
         self.session = workbench.new_session()
         self.messages: list[ChatMessage] = []

@@ -18,7 +18,7 @@ import anywidget
 import traitlets
 
 from zocrates_nb.errors import ZocratesError
-from zocrates_nb.widgets import _default_workbench
+from zocrates_nb.workbench.core import default_workbench
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -50,7 +50,7 @@ class ProfileEditor(anywidget.AnyWidget):
 
     def __init__(self, workbench: Any = None, **kwargs: Any) -> None:
         if workbench is None:
-            workbench = _default_workbench()
+            workbench = default_workbench()
         from zocrates_nb.settings.profile import SAMPLE_RESEARCH_PROFILE
 
         self.workbench = workbench
