@@ -1,6 +1,6 @@
 # zocrates_nb — the two Quick-start commands and their helpers.
 #   make lab    create .venv if missing, install everything, prepare the demo library, open JupyterLab
-#   make test   install what the tests need (incl. Debian chromium) and run the whole suite
+#   make test   install what the tests need (incl. Debian chromium and pandoc) and run the whole suite
 #   make lint   the guards: import-linter contracts, ruff check, ruff format --check, mypy
 #   make test-fast  the suite without the slow and browser tests, for a quick check while working
 #   make soak   long fault-injection / stateful / fuzz runs (not in CI; see docs/reliability.md)
@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS))
 
-.PHONY: lab test test-fast lint install install-test demo bench chromium clean-venv soak
+.PHONY: lab test test-fast lint install install-test demo bench debian-packages clean-venv soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,13 +38,16 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/pip install -q -e '.[test,lint]'
 	touch $@
 
-install-test: install $(TEST_STAMP) chromium
+install-test: install $(TEST_STAMP) debian-packages
 
-# Browser tests drive Debian's chromium (Playwright cannot download browsers here).
-chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "chromium missing: run 'sudo apt-get install -y chromium' (browser tests will be skipped)"; fi; }
+# Browser tests drive Debian's chromium (Playwright cannot download browsers here); the export tests render
+# with Debian's pandoc (`pandoc --citeproc`).
+DEBIAN_PACKAGES := chromium pandoc
+debian-packages:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do command -v $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing:$$missing: run 'sudo apt-get install -y$$missing' (the tests that need them are skipped)"; fi; fi
 
 lab: install
 	$(BIN)/zocrates-nb sync

@@ -9,7 +9,9 @@ them, never a source's own format. No imports from the package: this module sits
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 #: A note under this many words is shown whole ("inlined"): in the agents' evidence text, in the
 #: evidence records the agents keep, and in the notebook's search results and sources.
@@ -18,6 +20,18 @@ INLINE_WORDS = 50
 #: Zotero's key alphabet (zotero/utilities ``generateObjectKey``): no 0, 1, O.
 KEY_ALPHABET = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
 KEY_RE = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}$")
+
+
+_PINNED_KEY_RE = re.compile(r"^\s*(?:Citation Key|bibtex):\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def pinned_citation_key(fields: Mapping[str, Any]) -> str:
+    """The citation key an item's fields pin: Zotero's ``citationKey`` field, else a ``Citation Key: …``
+    (or Better BibTeX's older ``bibtex: …``) line in Extra; "" when none. Export keeps pinned keys as they are."""
+    if key := str(fields.get("citationKey") or "").strip():
+        return key
+    match = _PINNED_KEY_RE.search(str(fields.get("extra") or ""))
+    return match.group(1) if match else ""
 
 
 def new_key() -> str:
@@ -112,6 +126,8 @@ class Paper:
     date_modified: str = ""
     #: the paper's PDF attachments whose files are on this machine, in Zotero's order (read per page)
     pdfs: tuple[PdfFile, ...] = ()
+    #: the key the user pinned for citing it (Zotero's Citation Key field or Better BibTeX), else ""
+    citation_key: str = ""
 
     @property
     def first_author(self) -> str:

@@ -264,3 +264,14 @@ def test_open_source_builds_a_web_source_from_config(api, monkeypatch, tmp_path)
     assert {n.key for n in source.snapshot().notes} == {"STAND222", "CHILD222"}
     assert KEY not in repr(source) and KEY not in source.describe()
     source.close()
+
+
+def test_web_api_items_carry_the_citation_key_their_fields_pin():
+    from zocrates_nb.library.web.objects import paper_from_object
+
+    pinned = {"key": "ABCD2345", "version": 3, "data": {"key": "ABCD2345", "itemType": "journalArticle", "title": "T"}}
+    pinned["data"]["extra"] = "PMID: 12\nCitation Key: doe2020t"
+    assert paper_from_object(pinned).citation_key == "doe2020t"
+    pinned["data"]["citationKey"] = "fromTheField"
+    assert paper_from_object(pinned).citation_key == "fromTheField"
+    assert paper_from_object({"key": "EFGH2345", "data": {"key": "EFGH2345", "title": "U"}}).citation_key == ""

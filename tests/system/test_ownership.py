@@ -25,6 +25,7 @@ OWNERS = {
     "defusedxml": {"agents/online_clients.py"},
     "httpx2": {"library/web/source.py"},  # pyzotero's own HTTP client, for its error types
     "pypdfium2": {"library/pdf_text.py"},  # PDFium: per-page text and page labels of PDF attachments
+    "pybtex": {"export/bibtex.py"},  # the .bib of an exported answer
 }
 
 #: libraries owned by a whole sub-package rather than one module

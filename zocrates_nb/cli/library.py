@@ -154,6 +154,18 @@ def save_answer_from_cli(wb, answer, args: argparse.Namespace) -> dict | None:
     return wb.save_answer(answer, parent_key=args.parent, collection_key=args.collection).to_dict()
 
 
+# ----------------------------------------------------------------------------- ask --export
+
+
+def export_answer_from_cli(wb, answer, args: argparse.Namespace) -> None:
+    """``ask --export FMT [--export-to PATH]``: write the answer for writing; say where on stderr."""
+    from zocrates_nb.workbench.exporting import EXPORT_FORMATS
+
+    result = wb.export(answer, args.export)
+    written = result.write(Path(args.export_to or f"answer{EXPORT_FORMATS[args.export]}"))
+    print(f"exported {len(result.references)} reference(s): {', '.join(map(str, written))}", file=sys.stderr)
+
+
 # ----------------------------------------------------------------------------- ask
 
 
@@ -165,6 +177,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
             stream = lambda token: print(token, end="", flush=True)  # noqa: E731
         answer = wb.ask(args.question, on_token=stream)
         saved = save_answer_from_cli(wb, answer, args)
+        if args.export:
+            export_answer_from_cli(wb, answer, args)
+        elif args.export_to:
+            raise ZocratesError("--export-to only applies with --export.", "Add --export markdown|bibtex|csl-json.")
         if args.json:
             print_json({**answer.to_json(), **({"saved": saved} if saved else {})})
         else:
@@ -190,6 +206,13 @@ def _add_ask_parser(sub, common) -> None:
     p.add_argument("--json", action="store_true", help='{"answer", "citations", "evidence", "usage", "mode"}')
     p.add_argument("--stream", action="store_true", help="print the answer as it is generated")
     add_save_arguments(p)
+    p.add_argument(
+        "--export",
+        choices=("markdown", "bibtex", "csl-json"),
+        help="also write the answer for writing: Pandoc/Quarto Markdown with [@citekey] (and a .bib beside it), "
+        "BibTeX or CSL-JSON",
+    )
+    p.add_argument("--export-to", metavar="PATH", help="with --export: the file (default ./answer.md, .bib or .json)")
     p.set_defaults(func=cmd_ask)
 
 

@@ -68,6 +68,8 @@ def paper_manifest(paper, converted, context: dict, converted_at: str) -> dict:
         date_modified=paper.date_modified,
         text_source=converted.text_source,
     )
+    if paper.citation_key:  # the user's own key for citing it (export keeps it)
+        manifest["citation_key"] = paper.citation_key
     if converted.pages:  # where each PDF page sits in content.md: what gives every chunk its pages
         manifest["pages"] = [page.to_json() for page in converted.pages]
     if converted.pdf_failures:

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.diagnostics.events import EventLog
-from zocrates_nb.errors import NotFoundError, ZocratesError
+from zocrates_nb.errors import NotFoundError
 from zocrates_nb.library.base import LibrarySource
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.settings.config import ConfigStore
-from zocrates_nb.workbench.saving import SavedNote, answer_note, save_note, session_note
+from zocrates_nb.workbench.exporting import Export, export_answer
+from zocrates_nb.workbench.saving import SavedNote, answer_note, push_outbox_on_sync, save_note, session_note
 from zocrates_nb.workbench.views import WorkbenchViews
 
 if TYPE_CHECKING:
@@ -211,26 +212,13 @@ class Workbench(WorkbenchViews):
         from zocrates_nb.errors import IndexCorruptError
 
         with self._lock:
-            self._push_outbox_quietly()
+            push_outbox_on_sync(self.source, self.paths, self.config, self.events)
             try:
                 return self.corpus.sync(progress=progress, verify=verify, vectors=vectors)
             except (sqlite3.DatabaseError, IndexCorruptError):
                 if not self._heal_meta_db():
                     raise
                 return self.corpus.sync(progress=progress, verify=verify, vectors=vectors)
-
-    def _push_outbox_quietly(self) -> None:
-        """On sync, send what waits in the outbox (a closed door only leaves it there, with the reason)."""
-        from zocrates_nb.library.pending import is_zotero_source
-        from zocrates_nb.library.writing.outbox import Outbox
-        from zocrates_nb.workbench.saving import push_outbox
-
-        if is_zotero_source(self.source) and Outbox.for_paths(self.paths).counts()["outbox"]:
-            try:
-                report = push_outbox(self.paths, self.config.read())
-                self.events.emit("outbox_push", written=len(report.written), kept=len(report.kept))
-            except ZocratesError as exc:
-                self.events.emit("outbox_push", error=exc.message)
 
     def search(
         self, query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str | None = None
@@ -314,6 +302,14 @@ class Workbench(WorkbenchViews):
         """Save a whole chat session as one note, a section per question (refused while it has no answer)."""
         title, markdown, sources = session_note(session, title)
         return self.save_note(title, markdown, sources=sources, collection_key=collection_key, parent_key=parent_key)
+
+    def export(self, answer: Answer, fmt: str = "markdown", path: str | Path | None = None) -> Export:
+        """``answer`` for writing: ``markdown`` (Pandoc/Quarto, ``[@citekey]``, a ``.bib`` beside it),
+        ``bibtex`` or ``csl-json``; written to ``path`` when given (``Export.write``)."""
+        result = export_answer(self.corpus, answer, fmt)
+        if path is not None:
+            result.write(path)
+        return result
 
     # -- your own Zotero ---------------------------------------------------
     def use_zotero(self, path: str | Path | None = None) -> SyncReport:

@@ -305,3 +305,15 @@ def _where(wb: Any, parent_key: str | None, collection_key: str | None, names: d
     if collection_key:
         return f"in collection ‘{names[collection_key]}’"
     return "as a standalone note"
+
+
+def push_outbox_on_sync(source: Any, paths: Any, config: Any, events: Any) -> None:
+    """On sync, send what waits in the outbox (a closed door only leaves it there, with the reason)."""
+    from zocrates_nb.library.pending import is_zotero_source
+
+    if is_zotero_source(source) and Outbox.for_paths(paths).counts()["outbox"]:
+        try:
+            report = push_outbox(paths, config.read())
+            events.emit("outbox_push", written=len(report.written), kept=len(report.kept))
+        except ZocratesError as exc:
+            events.emit("outbox_push", error=exc.message)

@@ -19,7 +19,8 @@ from typing import NamedTuple, cast
 
 from zocrates_nb.errors import LibraryError
 from zocrates_nb.library.base import Collection, LibrarySnapshot, Note, Paper, with_valid_keys
-from zocrates_nb.records import PdfFile
+from zocrates_nb.library.desktop.bbt import better_bibtex_keys
+from zocrates_nb.records import PdfFile, pinned_citation_key
 
 __all__ = ["AttachmentRow", "FileText", "SnapshotReader", "parse_zotero_date", "strip_note_wrapper"]
 
@@ -60,7 +61,7 @@ _PUBLICATION_FIELDS = (
     "university",
     "institution",
 )
-_WANTED_FIELDS = _TITLE_FIELDS + _DATE_FIELDS + _PUBLICATION_FIELDS + ("DOI", "abstractNote", "extra")
+_WANTED_FIELDS = _TITLE_FIELDS + _DATE_FIELDS + _PUBLICATION_FIELDS + ("DOI", "abstractNote", "extra", "citationKey")
 
 
 def strip_note_wrapper(raw: str | bytes | None) -> str | bytes:
@@ -268,6 +269,7 @@ class SnapshotReader:
             ):
                 if att_id not in trashed and att_id in keys:
                     attachments[parent_id].append(AttachmentRow(keys[att_id], mode, ctype, path))
+        bbt_keys = better_bibtex_keys(self.sqlite_path, self.library_id)
         papers = []
         for item_id, key, type_name, version, modified in items:
             f = fields.get(item_id, {})
@@ -290,6 +292,7 @@ class SnapshotReader:
                     version=version or 0,
                     date_modified=_sql_to_iso(modified),
                     pdfs=pdfs,
+                    citation_key=pinned_citation_key(f) or bbt_keys.get(key, ""),
                 )
             )
         return papers

@@ -11,6 +11,7 @@ import dataclasses
 import re
 
 from zocrates_nb.library.base import Note, Paper
+from zocrates_nb.records import pinned_citation_key
 
 __all__ = ["CACHE_SCHEMA", "PAPER_FULLTEXT", "VISIBLE_NOTES", "note_from_object", "paper_from_object", "with_text"]
 
@@ -95,6 +96,7 @@ def paper_from_object(obj: dict) -> Paper:
         collections=tuple(data.get("collections") or ()),
         version=int(data.get("version", obj.get("version", 0)) or 0),
         date_modified=data.get("dateModified", ""),
+        citation_key=pinned_citation_key(data),
     )
 
 
