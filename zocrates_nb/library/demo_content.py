@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 from zocrates_nb.errors import LibraryError
-from zocrates_nb.records import is_valid_key
+from zocrates_nb.records import ANNOTATION_TYPES, Annotation, is_valid_key
 
-__all__ = ["DEMO_CONTENT_DIR", "load_demo_content"]
+__all__ = ["DEMO_CONTENT_DIR", "load_demo_annotations", "load_demo_content"]
 
 DEMO_CONTENT_DIR = Path(__file__).resolve().parent / "demo"
 
@@ -96,3 +96,51 @@ def _read_note_html(content_dir: Path, n: dict) -> str:
         raise LibraryError(
             f"Demo content: note file {html_path} could not be read: {exc}", "Add the file or fix notes.json."
         ) from exc
+
+
+#: annotation types the demo content may use (Zotero's names)
+_ANNOTATION_TYPE_NAMES = frozenset(ANNOTATION_TYPES.values())
+_DEMO_ANNOTATED_AT = "2024-03-01T09:00:00Z"
+
+
+def load_demo_annotations(content_dir: Path, paper_keys: set[str], taken: set[str]) -> tuple[Annotation, ...]:
+    """The demo's PDF annotations (``annotations.json``; none when the file is absent), checked.
+
+    ``paper_keys``: the papers they may sit on; ``taken``: keys already used by papers, notes and
+    collections (an annotation is an item, so its key must be unique in the library)."""
+    if not (content_dir / "annotations.json").exists():
+        return ()
+    out = []
+    seen = set(taken)
+    for a in _read_demo_json(content_dir, "annotations.json"):
+        key = a.get("key", "")
+        if not is_valid_key(key) or key in seen:
+            raise _bad_demo(content_dir, "annotation", key, "needs a valid 8-character key used by nothing else")
+        seen.add(key)
+        if a.get("parent_key") not in paper_keys or not is_valid_key(a.get("attachment_key", "")):
+            raise _bad_demo(content_dir, "annotation", key, "needs a known parent_key and a valid attachment_key")
+        if a.get("annotation_type") not in _ANNOTATION_TYPE_NAMES:
+            raise _bad_demo(
+                content_dir, "annotation", key, f"has an unknown annotation_type {a.get('annotation_type')!r}"
+            )
+        page_index = a.get("page_index")
+        if not isinstance(page_index, int) or isinstance(page_index, bool) or page_index < 0:
+            raise _bad_demo(content_dir, "annotation", key, "needs a page_index (0-based page number)")
+        out.append(
+            Annotation(
+                key=key,
+                attachment_key=a["attachment_key"],
+                annotation_type=a["annotation_type"],
+                parent_key=a["parent_key"],
+                text=str(a.get("text") or ""),
+                comment=str(a.get("comment") or ""),
+                color=str(a.get("color") or ""),
+                page_label=str(a.get("page_label") or ""),
+                position=json.dumps({"pageIndex": page_index, "rects": []}),
+                sort_index=str(a.get("sort_index") or f"{page_index:05d}|000000|00000"),
+                tags=tuple(str(t) for t in a.get("tags") or ()),
+                version=1,
+                date_modified=_DEMO_ANNOTATED_AT,
+            )
+        )
+    return tuple(out)

@@ -34,7 +34,7 @@ from zocrates_nb.library.base import (
     check_note_html,
     new_key,
 )
-from zocrates_nb.library.demo_content import DEMO_CONTENT_DIR, load_demo_content
+from zocrates_nb.library.demo_content import DEMO_CONTENT_DIR, load_demo_annotations, load_demo_content
 from zocrates_nb.storage.sqlite_tx import enable_wal, immediate_transaction
 
 __all__ = ["DEMO_CONTENT_DIR", "DemoLibrary", "load_demo_content"]
@@ -144,6 +144,11 @@ class DemoLibrary:
     def _seed(self) -> None:
         """Insert demo records that are missing; a no-op when this content was already seeded."""
         collections, papers, notes = load_demo_content(self.content_dir)
+        taken = {r["key"] for r in (*collections, *papers, *notes)}
+        #: read-only, like the PDFs they sit on; shown while their paper is not in the trash
+        self._annotations = {
+            a.key: a for a in load_demo_annotations(self.content_dir, {p["key"] for p in papers}, taken)
+        }
         digest = _content_digest(collections, papers, notes)
         with self._write() as conn:
             for statement in filter(str.strip, _SCHEMA.split(";")):  # executescript would COMMIT
@@ -219,7 +224,14 @@ class DemoLibrary:
                     self._conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from exc
-        return LibrarySnapshot(papers=papers, notes=notes, collections=collections, version=int(row[0]) if row else 0)
+        shown = {p.key for p in papers}
+        return LibrarySnapshot(
+            papers=papers,
+            notes=notes,
+            collections=collections,
+            version=int(row[0]) if row else 0,
+            annotations=tuple(a for a in self._annotations.values() if a.parent_key in shown),
+        )
 
     def get_note(self, key: str) -> Note | None:
         try:
@@ -240,7 +252,8 @@ class DemoLibrary:
         return _paper_row(row) if row else None
 
     def get_annotation(self, key: str) -> Annotation | None:
-        return None
+        found = self._annotations.get(key)
+        return found if found is not None and self.get_paper(found.parent_key or "") is not None else None
 
     # -- writes ---------------------------------------------------------
     def create_note(self, html: str, *, parent_key: str | None = None, collection_keys: Sequence[str] = ()) -> Note:
