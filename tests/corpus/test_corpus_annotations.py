@@ -82,3 +82,31 @@ def test_annotations_can_be_left_out(annotated):
         assert not [h for h in again.search(HIGHLIGHT_WORDS, mode="lexical") if h.kind == "annotation"]
     finally:
         again.close()
+
+
+def test_a_schema_1_meta_database_learns_the_annotation_kind(tmp_path):
+    import sqlite3
+
+    from zocrates_nb.corpus.meta import MetaDB, MetaRow
+
+    path = tmp_path / "conversion_meta.db"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE documents (id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL, "
+        "kind TEXT NOT NULL CHECK (kind IN ('note', 'paper')), source_hash TEXT NOT NULL, "
+        "converter_version TEXT NOT NULL, bundle_path TEXT NOT NULL, title TEXT, parent_key TEXT, updated_at TEXT, "
+        "context_hash TEXT, collections TEXT NOT NULL DEFAULT '[]');"
+        "CREATE INDEX documents_kind ON documents(kind);"
+        "INSERT INTO documents (key, kind, source_hash, converter_version, bundle_path) "
+        "VALUES ('NOTE2222', 'note', 'h', 'v', 'corpus/NOTE2222');"
+        "PRAGMA user_version = 1;"
+    )
+    old.close()
+    db = MetaDB(path)
+    with db.write() as conn:
+        db.upsert(conn, MetaRow("HILITE22", "annotation", "h2", "v", "corpus/HILITE22", parent_key="PAPER222"))
+    assert db.keys() == ["HILITE22", "NOTE2222"] and db.keys("annotation") == ["HILITE22"]
+    indexes = {r[0] for r in db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"documents_kind", "documents_parent"} <= indexes
+    assert db.conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    db.close()
