@@ -1,7 +1,7 @@
 """The plain records the pipeline passes along, Zotero key validation, and the inlining threshold.
 
-Why a module at the bottom: conversion (``convert/``) and the index (``index/``) read papers, notes and
-collections and check keys, but must not import the library sources that produce them. Every source in
+Why a module at the bottom: conversion (``convert/``) and the index (``index/``) read papers, notes,
+annotations and collections and check keys, but must not import the library sources that produce them. Every source in
 ``library/`` returns these records (``library.base`` re-exports them), and everything downstream sees only
 them, never a source's own format. No imports from the package: this module sits below every layer.
 """
@@ -155,3 +155,82 @@ class Note:
     collections: tuple[str, ...] = ()  # collection keys; always () for child notes
     version: int = 0
     date_modified: str = ""
+
+
+#: Zotero's annotation types (``itemAnnotations.type``, chrome/content/zotero/xpcom/annotations.js).
+ANNOTATION_TYPES = {1: "highlight", 2: "note", 3: "image", 4: "ink", 5: "underline", 6: "text"}
+#: Zotero's annotation palette (the reader's colour picker) → the colour's name.
+ANNOTATION_COLORS = {
+    "#ffd400": "yellow",
+    "#ff6666": "red",
+    "#5fb236": "green",
+    "#2ea8e5": "blue",
+    "#a28ae5": "purple",
+    "#e56eee": "magenta",
+    "#f19837": "orange",
+    "#aaaaaa": "gray",
+}
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """A PDF annotation (Zotero 6+): a highlight, underline, sticky note, text box, image or ink mark.
+
+    ``attachment_key`` is the PDF it sits on; ``parent_key`` the paper that PDF belongs to (None for a
+    standalone PDF). ``position`` is Zotero's JSON (``{"pageIndex": 0, "rects": [...]}``) as stored;
+    ``page_label`` what the reader shows ("12", "iv"). Image and ink marks without text or comment are
+    provenance only: kept with their page, never indexed as text (``indexable``).
+    """
+
+    key: str
+    attachment_key: str
+    annotation_type: str  # highlight | underline | note | text | image | ink
+    parent_key: str | None = None
+    text: str = ""
+    comment: str = ""
+    color: str = ""
+    page_label: str = ""
+    position: str = ""
+    sort_index: str = ""
+    tags: tuple[str, ...] = ()
+    library_id: int | None = None
+    version: int = 0
+    date_modified: str = ""
+
+    @property
+    def indexable(self) -> bool:
+        """Whether the annotation has words of its own (text or comment) to retrieve it by."""
+        return bool(self.text.strip() or self.comment.strip())
+
+    @property
+    def page_index(self) -> int | None:
+        """The 0-based page (``position.pageIndex``), or None when the position does not say."""
+        import json
+
+        try:
+            value = json.loads(self.position).get("pageIndex") if self.position else None
+        except (ValueError, AttributeError):
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    @property
+    def page(self) -> str:
+        """The page as the reader sees it: the label, else the 1-based page number, else ""."""
+        if self.page_label.strip():
+            return self.page_label.strip()
+        index = self.page_index
+        return str(index + 1) if index is not None else ""
+
+    @property
+    def color_name(self) -> str:
+        """``#ffd400`` → ``yellow`` (Zotero's palette); another colour stays as written."""
+        return ANNOTATION_COLORS.get(self.color.strip().lower(), self.color.strip())
+
+
+def kind_of_content_type(content_type: object) -> str:
+    """A bundle's kind from its manifest's ``content_type``: ``note``, ``annotation`` or ``paper``."""
+    if content_type == "text/note":
+        return "note"
+    if content_type == "text/annotation":
+        return "annotation"
+    return "paper"

@@ -2,7 +2,7 @@
 ../shared/docs/zotero-formats.md §1 (Zotero 5, 7, 9 and 10 variants).
 
 The variants differ where real Zotero databases differ: Zotero 5 has no
-``*Combined`` tables or ``deletedCollections``; 9 adds ``itemAttachments.lastRead``
+``*Combined`` tables, ``deletedCollections`` or ``itemAnnotations`` (Zotero 6+); 9 adds ``itemAttachments.lastRead``
 and ``libraries.isAdmin``; 10 adds ``clientVersion`` columns, ``*Normalized``
 columns and runs in WAL mode. Item type and field ids are deliberately
 different in every variant, as they are between real databases, so a reader
@@ -77,6 +77,8 @@ def _ddl(variant: str) -> str:
     CREATE TABLE collectionItems (collectionID INT NOT NULL, itemID INT NOT NULL,
         orderIndex INT NOT NULL DEFAULT 0, PRIMARY KEY (collectionID, itemID));
     CREATE TABLE deletedItems (itemID INTEGER PRIMARY KEY, dateDeleted DEFAULT CURRENT_TIMESTAMP NOT NULL);
+    CREATE TABLE tags (tagID INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE{norm("name")});
+    CREATE TABLE itemTags (itemID INT NOT NULL, tagID INT NOT NULL, type INT NOT NULL, PRIMARY KEY (itemID, tagID));
     """
     if variant != "5":
         ddl += """
@@ -86,6 +88,12 @@ def _ddl(variant: str) -> str:
             fieldFormatID INT, custom INT NOT NULL, PRIMARY KEY (fieldID));
         CREATE TABLE deletedCollections (collectionID INTEGER PRIMARY KEY,
             dateDeleted DEFAULT CURRENT_TIMESTAMP NOT NULL);
+        """
+        # Zotero 6+ (userdata 106+): PDF annotations, children of their attachment; 10 adds *Normalized
+        ddl += f"""
+        CREATE TABLE itemAnnotations (itemID INTEGER PRIMARY KEY, parentItemID INT NOT NULL, type INTEGER NOT NULL,
+            authorName TEXT, text TEXT, comment TEXT, color TEXT, pageLabel TEXT, sortIndex TEXT NOT NULL,
+            position TEXT NOT NULL, isExternal INT NOT NULL{norm("text")}{norm("comment")});
         """
     return ddl
 
@@ -254,6 +262,63 @@ class ZoteroDB:
                 (item_id, self.item_ids[parent], f'<div class="zotero-note znv1">{note}</div>'),
             )
         return item_id
+
+    def add_annotation(
+        self,
+        key: str,
+        attachment: str,
+        *,
+        type_id: int = 1,
+        text: str | None = None,
+        comment: str | None = None,
+        color: str = "#ffd400",
+        page_label: str = "1",
+        page_index: int = 0,
+        sort_index: str | None = None,
+        tags: list[str] = (),
+        library_id: int = 1,
+    ) -> int:
+        """An annotation as Zotero's reader stores it (type 1 highlight, 2 note, 3 image, 4 ink, 5 underline,
+        6 text): a child of its PDF attachment, ``position`` JSON, ``sortIndex`` ``PPPPP|OOOOOO|TTTTT``."""
+        item_id = self._item(key, "annotation", library_id)
+        position = f'{{"pageIndex":{page_index},"rects":[[305.787,724.52,327.787,746.52]]}}'
+        self.conn.execute(
+            "INSERT INTO itemAnnotations(itemID, parentItemID, type, authorName, text, comment, color, pageLabel, "
+            "sortIndex, position, isExternal) VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, 0)",
+            (
+                item_id,
+                self.item_ids[attachment],
+                type_id,
+                text,
+                comment,
+                color,
+                page_label,
+                sort_index or f"{page_index:05d}|000000|00069",
+                position,
+            ),
+        )
+        for tag in tags:
+            self.tag(key, tag)
+        return item_id
+
+    def update_annotation(self, key: str, **columns) -> None:
+        """Change stored columns (``text``, ``comment``, ``color``, ``pageLabel``) as an edit in the reader does."""
+        for column, value in columns.items():
+            self.conn.execute(f"UPDATE itemAnnotations SET {column} = ? WHERE itemID = ?", (value, self.item_ids[key]))
+        self.conn.execute(
+            "UPDATE items SET dateModified = '2024-02-01 10:00:00' WHERE itemID = ?", (self.item_ids[key],)
+        )
+
+    def delete_item(self, key: str) -> None:
+        """Erase an item for good (emptied trash): Zotero's ``ON DELETE CASCADE`` drops its child rows."""
+        item_id = self.item_ids.pop(key)
+        for table in ("itemAnnotations", "itemNotes", "itemAttachments", "itemTags", "itemData", "items"):
+            self.conn.execute(f"DELETE FROM {table} WHERE itemID = ?", (item_id,))
+
+    def tag(self, key: str, name: str) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO tags(name) VALUES (?)", (name,))
+        (tag_id,) = self.conn.execute("SELECT tagID FROM tags WHERE name = ?", (name,)).fetchone()
+        self.conn.execute("INSERT OR IGNORE INTO itemTags VALUES (?, ?, 0)", (self.item_ids[key], tag_id))
 
     def trash(self, key: str) -> None:
         self.conn.execute("INSERT INTO deletedItems(itemID) VALUES (?)", (self.item_ids[key],))

@@ -331,3 +331,36 @@ def test_the_local_writer_never_takes_the_web_key(tmp_path, monkeypatch):
     store_local_key(paths, "local-approved")
     writers, _ = choose_writers(paths, config)
     assert [w.api_key for w in writers] == ["local-approved"]
+
+
+def test_the_demo_ships_annotations_on_several_papers(tmp_path):
+    from zocrates_nb.library.local import DEMO_CONTENT_DIR
+
+    lib = DemoLibrary(tmp_path / "demo.sqlite", DEMO_CONTENT_DIR)
+    annotations = lib.snapshot().annotations
+    papers = {p.key for p in lib.snapshot().papers}
+    assert len({a.parent_key for a in annotations}) >= 5 and {a.parent_key for a in annotations} <= papers
+    kinds = {a.annotation_type for a in annotations}
+    assert {"highlight", "underline", "note", "image", "ink"} <= kinds
+    assert all(a.page_label and a.page_index is not None for a in annotations)
+    assert sum(1 for a in annotations if a.text and a.comment) >= 8  # highlights with comments
+    assert any(not a.indexable for a in annotations)  # an image and an ink mark: provenance only
+    first = annotations[0]
+    assert lib.get_annotation(first.key) == first
+    lib.trash_paper(first.parent_key)  # trashed with its paper, as in Zotero
+    assert lib.get_annotation(first.key) is None
+    assert first.key not in {a.key for a in lib.snapshot().annotations}
+
+
+def test_demo_annotations_are_checked(tmp_path):
+    root = write_content(tmp_path / "content")
+    bad = {"key": "ANNQT222", "attachment_key": "ATTACH22", "parent_key": "NOPAPER2", "annotation_type": "highlight"}
+    (root / "annotations.json").write_text(json.dumps([{**bad, "page_index": 0}]))
+    with pytest.raises(LibraryError, match="ANNQT222"):
+        DemoLibrary(tmp_path / "a.sqlite", root)
+    (root / "annotations.json").write_text(json.dumps([{**bad, "parent_key": "PAPER222", "annotation_type": "doodle"}]))
+    with pytest.raises(LibraryError, match="annotation_type"):
+        DemoLibrary(tmp_path / "b.sqlite", root)
+    (root / "annotations.json").write_text(json.dumps([{**bad, "parent_key": "PAPER222", "page_index": 2}]))
+    (ok,) = DemoLibrary(tmp_path / "c.sqlite", root).snapshot().annotations
+    assert (ok.page, ok.parent_key, ok.attachment_key) == ("3", "PAPER222", "ATTACH22")

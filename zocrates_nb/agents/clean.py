@@ -26,6 +26,11 @@ _HEADER_RE = re.compile(
     rf"\[[ \t]*(?:\*\*)?(?:(?:Note|Paper|Item|Document)[ \t]+)?Key[ \t]*:[ \t]*(?P<key>{_K})"
     rf"(?:[ \t]*[,;][ \t]*(?:Parent[ \t]+)?(?:Paper|Item)[ \t]+Key[ \t]*:[ \t]*(?:(?P<parent>{_K})|{_NONE}))?(?:\*\*)?[ \t]*\]"  # noqa: E501
 )
+# [Annotation on Paper Key: P, p. 12] / [Annotation on PDF Key: A] (the annotations' evidence header)
+_ANNOTATION_HEADER_RE = re.compile(
+    rf"\[[ \t]*(?:\*\*)?Annotation[ \t]+on[ \t]+(?P<on>Paper|PDF)[ \t]+Key[ \t]*:[ \t]*(?P<key>{_K})"
+    r"(?P<page>[ \t]*,[ \t]*pp?\.[ \t]*[^\]\n]{1,20})?(?:\*\*)?[ \t]*\]"
+)
 # [link text](K) and [link text](zotero://select/library/items/K)
 _LINK_RE = re.compile(
     rf"\[(?P<text>[^\]\n]*)\]\([ \t]*(?:zotero://select/(?:library|groups/\d+)/items/)?"
@@ -78,12 +83,23 @@ def clean_user_facing_synthesis(text: str, key_map: Mapping[str, str]) -> str:
     def replace_key(match: re.Match[str]) -> str:
         return key_map[match.group("key")] if known(match) else match.group(0)
 
+    text = _ANNOTATION_HEADER_RE.sub(lambda match: _annotation_header(match, key_map), text)
     text = _HEADER_RE.sub(header, text)
     text = _CODE_RE.sub(code, text)
     text = _LINK_RE.sub(link, text)
     text = _CALL_RE.sub(replace_key, text)
     text = _KEYWORD_RE.sub(replace_key, text)
     return _BARE_RE.sub(replace_key, text)
+
+
+def _annotation_header(match: re.Match[str], key_map: Mapping[str, str]) -> str:
+    """``[Annotation on Paper Key: P, p. 12]`` → ``[annotation on *Title* (Author, Year), p. 12]``."""
+    page = (match.group("page") or "").strip().lstrip(",").strip()
+    page = f", {page}" if page else ""
+    if match.group("on") == "PDF":  # an attachment key: never the reader's business
+        return f"[annotation on a PDF{page}]"
+    key = match.group("key")
+    return f"[annotation on {key_map[key]}{page}]" if key in key_map else match.group(0)
 
 
 #: the name the agents and tests used before it became public; kept importable

@@ -13,6 +13,7 @@ from typing import Any
 
 from zocrates_nb.agents.keys import KeyDirectory, note_citation
 from zocrates_nb.agents.library_agent import hit_evidence
+from zocrates_nb.display.annotations import annotation_label
 from zocrates_nb.display.pages import page_span
 
 LABEL = "Evidence from your library (no language model configured)"
@@ -68,7 +69,21 @@ def _heading(item: dict, directory: KeyDirectory) -> str:
         cited = paper_citation(item)
         return f"**{item['title'] or 'Untitled paper'}**" + (f" ({cited})" if cited else "")
     parent = directory.display(item["parent_key"]) if item.get("parent_key") else None
+    if item["kind"] == "annotation":  # "Your highlight on *Paper* (Cable et al., 2022), p. 12"
+        facts = item.get("annotation") or {}
+        page = f", p. {facts['page_label']}" if facts.get("page_label") else ""
+        return f"Your {annotation_label(facts)} on {parent or 'a PDF'}{page}"
     return f"Your note **“{item['title'] or 'untitled'}”**" + (f", on {parent}" if parent else "")
+
+
+def _body(item: dict) -> str:
+    """The quoted passage; an annotation's highlighted words quoted, then the reader's comment."""
+    facts = item.get("annotation") if item["kind"] == "annotation" else None
+    if not facts:
+        return _quote(item["text"])
+    quoted = _quote(facts["text"]) if facts.get("text") else ""
+    comment = f"Your comment: {_trim(str(facts['comment']), QUOTE_WORDS)}" if facts.get("comment") else ""
+    return "\n\n".join(part for part in (quoted, comment) if part) or _quote(item["text"])
 
 
 def evidence_only_answer(
@@ -111,7 +126,7 @@ def evidence_only_answer(
         return text, [], []
     parts = [f"**{LABEL}**", f"The passages that best match “{question.strip()}”:"]
     for number, item in enumerate(evidence, 1):
-        parts.append(f"{number}. {_heading(item, directory)}\n\n{_quote(item['text'])}")
+        parts.append(f"{number}. {_heading(item, directory)}\n\n{_body(item)}")
     parts.append(f"_{CONFIGURE_HINT}_")
     return "\n\n".join(parts), evidence, read_keys
 
@@ -124,6 +139,11 @@ def citations_for(evidence: list[dict], directory: KeyDirectory) -> list[dict]:
         citation = paper_citation(item) if item["kind"] == "paper" else item.get("citation") or ""
         if item["kind"] == "note":
             citation = note_citation(parent)
+        elif item["kind"] == "annotation":  # "highlight on Cable et al., 2022, p. 12"
+            facts = item.get("annotation") or {}
+            page = f", p. {facts['page_label']}" if facts.get("page_label") else ""
+            paper = (parent or {}).get("citation") or (parent or {}).get("title") or "a PDF"
+            citation = f"{annotation_label(facts)} on {paper}{page}"
         out.append(
             {
                 "key": item["key"],

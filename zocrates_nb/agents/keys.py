@@ -12,14 +12,19 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from zocrates_nb.agents.clean import candidate_keys
+from zocrates_nb.display.annotations import annotation_title
 from zocrates_nb.errors import ZocratesError
+from zocrates_nb.records import kind_of_content_type
 
 
 def display_for(kind: str | None, title: str | None, citation: str | None) -> str:
-    """Reader-facing name: papers as *Title* (Author et al., Year), notes as “Title”."""
+    """Reader-facing name: papers as *Title* (Author et al., Year), notes as “Title”, annotations as
+    Highlight on “Paper”, p. 12."""
     title = (title or "untitled").strip()
     if kind == "paper":
         return f"*{title}* ({citation})" if citation else f"*{title}*"
+    if kind == "annotation":
+        return title
     return f"“{title}”"
 
 
@@ -67,11 +72,14 @@ class KeyDirectory:
         except (ZocratesError, KeyError, OSError):
             self._missing.add(key)  # not a corpus key: leave it in the text as written
             return None
-        kind = "note" if manifest.get("content_type") == "text/note" else "paper"
+        kind = kind_of_content_type(manifest.get("content_type"))
+        title = manifest.get("title")
+        if kind == "annotation":  # "Highlight on “Paper”, p. 12", never the bare key
+            title = annotation_title(manifest, manifest.get("parent_title"))
         self.remember(
             key,
             kind=kind,
-            title=manifest.get("title"),
+            title=title,
             citation=manifest.get("citation"),
             parent_key=manifest.get("parent_key"),
         )

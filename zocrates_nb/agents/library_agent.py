@@ -16,6 +16,7 @@ from typing import Any
 
 from zocrates_nb.agents.keys import KeyDirectory
 from zocrates_nb.agents.prompting import evidence_preamble, system_prompt, wrap_evidence
+from zocrates_nb.display.annotations import annotation_title
 from zocrates_nb.display.pages import page_fields, page_span
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.protocols import ChatClient
@@ -54,6 +55,7 @@ def hit_evidence(hit: Any, *, query: str, step: int) -> dict:
         else (lambda name, default=None: getattr(hit, name, default))
     )
     word_count = get("word_count")
+    annotation = get("annotation") if get("kind") == "annotation" else None
     return {
         "source": "search_corpus",
         "query": query,
@@ -61,7 +63,8 @@ def hit_evidence(hit: Any, *, query: str, step: int) -> dict:
         "key": get("key"),
         "kind": get("kind"),
         "parent_key": get("parent_key"),
-        "title": get("title"),
+        # an annotation is named by what it is and where: "Highlight on “Paper”, p. 12"
+        "title": annotation_title(annotation, get("parent_title")) if annotation is not None else get("title"),
         "citation": get("citation"),
         "text": get("text") or "",
         "score": get("score"),
@@ -73,7 +76,9 @@ def hit_evidence(hit: Any, *, query: str, step: int) -> dict:
         "abstract": get("abstract"),
         "inlined": get("kind") == "note" and word_count is not None and word_count < INLINE_WORDS,
         # a paper chunk from its PDF: page_start/page_end, their labels, the attachment and its open-pdf link
-        **page_fields(page_span(hit)),
+        **page_fields(page_span(hit), get("key") if annotation is not None else None),
+        # a PDF annotation's marks (the highlighted text, the comment, the colour, the library)
+        **({"annotation": dict(annotation)} if annotation is not None else {}),
     }
 
 

@@ -77,6 +77,33 @@ def paper_manifest(paper, converted, context: dict, converted_at: str) -> dict:
     return manifest
 
 
+def annotation_manifest(annotation, converted, context: dict, converted_at: str) -> dict:
+    """The manifest of a PDF annotation's bundle: the note fields (its paper as parent) plus what the
+    reader made (type, highlighted text, comment, colour, page, position, tags) and where (the PDF)."""
+    manifest = _base_manifest(converted, context, converted_at)
+    manifest.update(
+        key=annotation.key,
+        content_type="text/annotation",
+        item_type="annotation",
+        annotation_type=annotation.annotation_type,
+        text=annotation.text,
+        comment=annotation.comment,
+        color=annotation.color,
+        color_name=annotation.color_name,
+        color_meaning=context.get("color_meaning"),
+        page_label=annotation.page,
+        page_index=annotation.page_index,
+        position=annotation.position,
+        sort_index=annotation.sort_index,
+        tags=list(annotation.tags),
+        attachment_key=annotation.attachment_key,
+        library_id=annotation.library_id,
+        version=annotation.version,
+        date_modified=annotation.date_modified,
+    )
+    return manifest
+
+
 def _base_manifest(converted, context: dict, converted_at: str) -> dict:
     manifest = converted.manifest_fields()
     manifest.update(

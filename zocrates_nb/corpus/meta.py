@@ -24,13 +24,13 @@ from pathlib import Path
 from zocrates_nb.errors import IndexCorruptError
 from zocrates_nb.storage.sqlite_tx import enable_wal
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: kind may be 'annotation'
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     id INTEGER PRIMARY KEY,
     key TEXT UNIQUE NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('note', 'paper')),
+    kind TEXT NOT NULL CHECK (kind IN ('note', 'paper', 'annotation')),
     source_hash TEXT NOT NULL,
     converter_version TEXT NOT NULL,
     bundle_path TEXT NOT NULL,
@@ -88,6 +88,7 @@ class MetaDB:
             enable_wal(self.conn)
             self.conn.execute("PRAGMA synchronous = NORMAL")
             with self.write() as conn:
+                _allow_annotations(conn)
                 for statement in _statements(_SCHEMA):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -204,6 +205,25 @@ class MetaDB:
 
     def __repr__(self) -> str:
         return f"MetaDB({str(self.path)!r})"
+
+
+def _allow_annotations(conn: sqlite3.Connection) -> None:
+    """A ``documents`` table from schema 1 (kind note or paper only) gets the wider CHECK, rows kept.
+
+    Why a copy: SQLite cannot change a CHECK in place. Runs once, inside the opening transaction."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'documents'").fetchone()
+    if row is None or "'annotation'" in (row[0] or ""):
+        return
+    conn.execute("ALTER TABLE documents RENAME TO documents_v1")
+    for statement in _statements(_SCHEMA):
+        if statement.startswith("CREATE TABLE"):
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO documents (id, key, kind, source_hash, converter_version, bundle_path, title, parent_key, "
+        "updated_at, context_hash, collections) SELECT id, key, kind, source_hash, converter_version, bundle_path, "
+        "title, parent_key, updated_at, context_hash, collections FROM documents_v1"
+    )
+    conn.execute("DROP TABLE documents_v1")  # its indexes go with it; _SCHEMA re-creates them
 
 
 def _statements(script: str) -> list[str]:

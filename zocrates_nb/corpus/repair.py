@@ -25,6 +25,7 @@ from typing import Any
 from zocrates_nb.corpus.bundle import CONTENT, MANIFEST, read_bundle, remove_bundle
 from zocrates_nb.errors import IndexCorruptError, NotFoundError, ZocratesError
 from zocrates_nb.protocols import EventSink, NullEventSink
+from zocrates_nb.records import kind_of_content_type
 from zocrates_nb.storage.locks import corpus_lock
 
 log = logging.getLogger(__name__)
@@ -119,20 +120,28 @@ def _row_from_manifest(corpus: Any, manifest: dict) -> Any:
     from zocrates_nb.corpus.meta import MetaRow
 
     key = manifest["key"]
-    kind = "note" if manifest.get("content_type") == "text/note" else "paper"
-    context = (
-        {
+    kind = kind_of_content_type(manifest.get("content_type"))
+    collections: dict[str, Any] = {
+        "collection_keys": list(manifest.get("collection_keys") or []),
+        "collections": list(manifest.get("collections") or []),
+    }
+    if kind == "note":
+        context = {
             "parent_key": manifest.get("parent_key"),
             "parent_title": manifest.get("parent_title"),
-            "collection_keys": list(manifest.get("collection_keys") or []),
-            "collections": list(manifest.get("collections") or []),
+            **collections,
         }
-        if kind == "note"
-        else {
-            "collection_keys": list(manifest.get("collection_keys") or []),
-            "collections": list(manifest.get("collections") or []),
+    elif kind == "annotation":  # the same dict CorpusWriter.annotation_context makes
+        context = {
+            "parent_key": manifest.get("parent_key"),
+            "parent_title": manifest.get("parent_title"),
+            "parent_creators": list(manifest.get("parent_creators") or []),
+            "parent_year": manifest.get("parent_year"),
+            "color_meaning": manifest.get("color_meaning"),
+            **collections,
         }
-    )
+    else:
+        context = collections
     return MetaRow(
         key=key,
         kind=kind,

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from zocrates_nb.convert.convert import CONVERTER_VERSION, paper_source_hash
+from zocrates_nb.convert.convert import CONVERTER_VERSION
 from zocrates_nb.corpus.bundle import (
     MANIFEST,
     BundleError,
@@ -26,7 +26,7 @@ from zocrates_nb.corpus.bundle import (
 )
 from zocrates_nb.corpus.report import SyncReport, failure_reason
 from zocrates_nb.corpus.sync_run import BATCH, SyncRun
-from zocrates_nb.corpus.writer import CorpusWriter, DocumentIndexer, note_source_hash, try_manifest
+from zocrates_nb.corpus.writer import CorpusWriter, DocumentIndexer, note_source_hash, source_hash_of, try_manifest
 from zocrates_nb.errors import ConversionError, NotFoundError
 
 __all__ = ["Corpus", "SyncReport", "DocumentIndexer", "BATCH", "find_section", "note_source_hash"]
@@ -44,7 +44,7 @@ class _Resolved(NamedTuple):
 
 
 class Corpus(CorpusWriter):
-    """OKF bundles for every note and paper of one library source, plus the read path over them."""
+    """OKF bundles for every note, paper and PDF annotation of one library source, plus the read path over them."""
 
     def sync(self, progress: bool | None = None, verify: bool = False, *, vectors: bool = True) -> SyncReport:
         """Bring bundles, meta rows and index rows in line with the source; never stops at one bad note.
@@ -68,15 +68,18 @@ class Corpus(CorpusWriter):
         paper = self.source.get_paper(key)
         if paper is not None:
             return _Resolved(self._materialize("paper", paper), False, True)
+        annotation = self.record_of("annotation", key)
+        if annotation is not None:
+            return _Resolved(self._materialize("annotation", annotation), False, True)
         raise NotFoundError(
-            f"No note or paper with key {key!r} in the library.",
+            f"No note, paper or annotation with key {key!r} in the library.",
             "Use search_corpus to find keys, or run sync if the item is new.",
         )
 
     def _resolve_known(self, key: str, row: tuple) -> _Resolved:
         """A key with a meta row: the fast path when its hash and converter are current."""
         kind, stored_hash, version, _ = row
-        record = self.source.get_note(key) if kind == "note" else self.source.get_paper(key)
+        record = self.record_of(kind, key)
         if record is None:
             self.remove_documents([key])
             raise NotFoundError(
@@ -84,7 +87,7 @@ class Corpus(CorpusWriter):
                 "Search again; it has been removed from the corpus and the index.",
             )
         try:
-            current = note_source_hash(record.html) if kind == "note" else paper_source_hash(record)
+            current = source_hash_of(kind, record)
         except ConversionError:
             current = None  # a body that is not text: keep the last good bundle (below)
         bundle_dir = self.corpus_dir / key
@@ -107,7 +110,7 @@ class Corpus(CorpusWriter):
     def rematerialize_now(self, key: str) -> Path:
         row = self.meta.lookup(key)
         kind = row[0] if row else "note"
-        record = self.source.get_note(key) if kind == "note" else self.source.get_paper(key)
+        record = self.record_of(kind, key)
         if record is None:
             raise NotFoundError(f"The {kind} {key} is no longer in the library.", "Run sync.")
         return self._materialize(kind, record, try_manifest(self.corpus_dir / key))

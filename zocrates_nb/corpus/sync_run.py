@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from zocrates_nb.convert.annotation import annotation_source_hash
 from zocrates_nb.convert.convert import CONVERTER_VERSION, ConvertedNote, paper_source_hash
 from zocrates_nb.corpus import held_papers
 from zocrates_nb.corpus.bundle import PreparedBundle
@@ -132,6 +133,12 @@ class SyncRun:
         for paper in snapshot.papers:
             seen.add(paper.key)
             self._classify(work, state, "paper", paper, paper_source_hash(paper), corpus.paper_context(paper))
+        # PDF annotations with words of their own (image and ink marks without any are provenance only)
+        for annotation in snapshot.annotations if corpus.annotations else ():
+            if annotation.indexable:
+                seen.add(annotation.key)
+                context = corpus.annotation_context(annotation, papers_by_key.get(annotation.parent_key or ""))
+                self._classify(work, state, "annotation", annotation, annotation_source_hash(annotation), context)
         return work, seen
 
     def _classify(self, work: list[WorkItem], state: dict, kind: str, record: Any, digest: str, context: dict) -> None:

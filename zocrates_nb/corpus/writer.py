@@ -18,12 +18,13 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from zocrates_nb.convert.annotation import annotation_source_hash, color_meaning, convert_annotation
 from zocrates_nb.convert.convert import (
     CONVERTER_VERSION,
     ConvertedNote,
@@ -37,6 +38,7 @@ from zocrates_nb.corpus.bundle import (
     MANIFEST,
     BundleError,
     PreparedBundle,
+    annotation_manifest,
     note_manifest,
     paper_manifest,
     prepare_bundle,
@@ -77,8 +79,8 @@ class DocumentIndexer(Protocol):
 class WorkItem:
     """One document a sync (or a read) is about to convert and install."""
 
-    kind: str  # "note" | "paper"
-    record: Any  # Note | Paper
+    kind: str  # "note" | "paper" | "annotation"
+    record: Any  # Note | Paper | Annotation
     source_hash: str
     context: dict
     context_hash: str
@@ -92,6 +94,16 @@ def now_iso() -> str:
 
 def hash_json(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def source_hash_of(kind: str, record: Any) -> str:
+    """The SHA-256 that decides whether a document of ``kind`` is stale (raises ConversionError for a
+    note body that is not text)."""
+    if kind == "note":
+        return note_source_hash(record.html)
+    if kind == "annotation":
+        return annotation_source_hash(record)
+    return paper_source_hash(record)
 
 
 def note_source_hash(html: Any) -> str:
@@ -115,13 +127,18 @@ class CorpusWriter:
         *,
         durable: bool = False,
         pages: PageReader | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
         """``durable=True`` fsyncs every bundle (≈3 fsyncs, 5–20 ms each on a busy disk). The default
         relies on self-healing instead: a bundle damaged by a crash fails its ``content_sha256``
         check or its JSON parse on read and is re-materialized from the library. ``events`` receives the
         ``read``/``lookup``/``sync`` diagnostics events (default: a sink that records nothing).
-        ``pages`` reads papers' PDFs per page; without it a paper keeps Zotero's full text (no pages)."""
+        ``pages`` reads papers' PDFs per page; without it a paper keeps Zotero's full text (no pages).
+        ``settings``: the config's ``index`` section, handed in: ``annotations`` (false leaves PDF annotations
+        out) and ``annotation_colors`` (what the user's highlight colours mean: hex code or name → meaning)."""
         self.durable = durable
+        self.annotations = bool((settings or {}).get("annotations", True))
+        self.annotation_colors = dict((settings or {}).get("annotation_colors") or {})
         self.pages = pages
         self.paths = paths
         self.source = source
@@ -165,6 +182,28 @@ class CorpusWriter:
             context.update(parent_creators=list(parent.creators)[:3], parent_year=parent.year)
         return context
 
+    def annotation_context(self, annotation, parent=None) -> dict:
+        """An annotation is indexed with its paper (title, first authors, year) and its colour's meaning."""
+        return {
+            "parent_key": annotation.parent_key,
+            "parent_title": parent.title if parent is not None else None,
+            "parent_creators": list(parent.creators)[:3] if parent is not None else [],
+            "parent_year": parent.year if parent is not None else None,
+            "color_meaning": color_meaning(annotation.color, annotation.color_name, self.annotation_colors),
+            "collection_keys": [],
+            "collections": [],
+        }
+
+    def record_of(self, kind: str, key: str) -> Any:
+        """The library's current record of ``kind`` for ``key`` (None: gone, or annotations are off)."""
+        if kind == "note":
+            return self.source.get_note(key)
+        if kind == "annotation":
+            get = getattr(self.source, "get_annotation", None)
+            found = get(key) if get is not None and self.annotations else None
+            return found if found is not None and found.indexable else None
+        return self.source.get_paper(key)
+
     def paper_context(self, paper) -> dict:
         keys = list(paper.collections)
         return {"collection_keys": keys, "collections": self._names_for(keys)}
@@ -173,6 +212,9 @@ class CorpusWriter:
         if item.kind == "note":
             converted = convert_note(item.record.html)
             manifest = note_manifest(item.record, converted, item.context, now_iso())
+        elif item.kind == "annotation":
+            converted = convert_annotation(item.record, item.context.get("color_meaning"))
+            manifest = annotation_manifest(item.record, converted, item.context, now_iso())
         else:
             converted = convert_paper(item.record, self.pdf_texts(item.record))
             manifest = paper_manifest(item.record, converted, item.context, now_iso())
@@ -233,6 +275,9 @@ class CorpusWriter:
             parent = self.source.get_paper(record.parent_key) if record.parent_key else None
             context = self.note_context(record, parent.title if parent else None, parent)
             digest = note_source_hash(record.html)
+        elif kind == "annotation":
+            parent = self.source.get_paper(record.parent_key) if record.parent_key else None
+            context, digest = self.annotation_context(record, parent), annotation_source_hash(record)
         else:
             context, digest = self.paper_context(record), paper_source_hash(record)
         item = WorkItem(kind, record, digest, context, hash_json(context), previous is None)

@@ -1,4 +1,5 @@
-"""A paper chunk's pages as the faces show them: "p. 12", the JSON fields, and the link that opens the PDF there.
+"""A paper chunk's (or an annotation's) pages as the faces show them: "p. 12", the JSON fields, the link
+that opens the PDF there.
 
 Why one module: the agents' evidence, ``search --json``, the notebook's result table and the answer's
 sources all say where in a PDF a passage is; they take it from here so they say it the same way.
@@ -19,19 +20,21 @@ from zocrates_nb.records import PageSpan, is_valid_key
 __all__ = ["open_pdf_url", "page_fields", "page_span"]
 
 
-def open_pdf_url(span: PageSpan) -> str | None:
-    """The ``zotero://open-pdf`` link to the first page of ``span`` (None for a key that is not Zotero's).
+def open_pdf_url(span: PageSpan, annotation_key: str | None = None) -> str | None:
+    """The ``zotero://open-pdf`` link to the first page of ``span`` (None for a key that is not Zotero's);
+    with ``annotation_key`` it also selects that annotation (``&annotation=KEY``, the reader scrolls to it).
 
-    The one place the link is made for page spans; helper ``annot``'s ``display.links.open_pdf_link``
-    (group libraries, annotations) can take its place at merge without touching the callers.
+    The one place the link is made for page spans and annotations.
     """
     if not is_valid_key(span.attachment_key):
         return None
-    return f"zotero://open-pdf/library/items/{span.attachment_key}?page={int(span.start) + 1}"
+    url = f"zotero://open-pdf/library/items/{span.attachment_key}?page={int(span.start) + 1}"
+    return f"{url}&annotation={annotation_key}" if annotation_key and is_valid_key(annotation_key) else url
 
 
-def page_fields(span: PageSpan | None) -> dict[str, Any]:
-    """The flat fields a ``search --json`` hit carries: pages counted from 1, their labels, the link."""
+def page_fields(span: PageSpan | None, annotation_key: str | None = None) -> dict[str, Any]:
+    """The flat fields a ``search --json`` hit carries: pages counted from 1, their labels, the link
+    (which selects the annotation, for an annotation's hit)."""
     if span is None:
         return {}
     return {
@@ -41,7 +44,7 @@ def page_fields(span: PageSpan | None) -> dict[str, Any]:
         "page_label_end": span.end_label,
         "pages": span.cite(),
         "attachment_key": span.attachment_key,
-        "open_pdf": open_pdf_url(span),
+        "open_pdf": open_pdf_url(span, annotation_key),
     }
 
 

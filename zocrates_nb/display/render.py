@@ -19,12 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from zocrates_nb.display.annotations import annotation_cell, annotation_title
 from zocrates_nb.display.pages import open_pdf_url, page_span
-from zocrates_nb.records import INLINE_WORDS
+from zocrates_nb.records import INLINE_WORDS, kind_of_content_type
 
 SNIPPET_CHARS = 320
 
-_KIND_LABELS = {"note": "note", "child_note": "child note", "paper": "paper"}
+_KIND_LABELS = {"note": "note", "child_note": "child note", "paper": "paper", "annotation": "annotation"}
 
 
 def escape(text: object) -> str:
@@ -134,6 +135,8 @@ def _evidence_cell(hit: Any) -> str:
             f'<blockquote class="zc-inlined" style="margin:0;border-left:3px solid #ccc;padding-left:6px">'
             f"{markdown_to_html(text)}</blockquote>{_muted('inlined (short note)')}"
         )
+    if field(hit, "kind") == "annotation":
+        return annotation_cell(hit)
     if field(hit, "kind") == "note":
         words = _word_count(hit, count_text=True)
         counted = f", {words} words" if words is not None else ""
@@ -164,6 +167,8 @@ def render_search_hit(hit: Any, position: int, pending_reason: str | None = None
     if pending_reason is None and field(hit, "pending"):
         pending_reason = str(field(hit, "pending_reason") or "waiting in the outbox")
     title = escape(field(hit, "title") or "(untitled)")
+    if field(hit, "kind") == "annotation":  # "Highlight on “Paper”, p. 12"
+        title = escape(annotation_title(field(hit, "annotation"), field(hit, "parent_title")))
     if field(hit, "citation"):
         title += f"<br><small>{escape(field(hit, 'citation'))}</small>"
     score = field(hit, "score")
@@ -322,7 +327,7 @@ def render_answer(answer: Any) -> str:
 def render_bundle(manifest: Mapping[str, Any], markdown: str) -> str:
     """An OKF bundle: title, provenance (parent paper, collections, hash, converter), then content."""
     title = manifest.get("title") or "(untitled)"
-    kind = "note" if manifest.get("content_type") == "text/note" else "paper"
+    kind = kind_of_content_type(manifest.get("content_type"))
     facts = [kind_label(kind, manifest.get("parent_key"))]
     if manifest.get("citation"):
         facts.append(str(manifest["citation"]))

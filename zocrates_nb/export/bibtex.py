@@ -7,7 +7,9 @@ escaped ``\\_`` inside a DOI would no longer resolve.
 
 from __future__ import annotations
 
+import codecs
 import io
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,28 +43,50 @@ class _VerbatimIdWriter(Writer):
             super()._write_field(stream, type, value)
 
 
-def _balanced(text: str) -> str:
-    """``text`` with its braces dropped when they do not pair up (pybtex refuses such a field)."""
+def _safe(text: str) -> str:
+    """``text`` fit for a BibTeX field: a literal backslash spelled ``\\textbackslash{}`` (a bare one would
+    escape the field's closing delimiter), and braces dropped when they do not pair up (pybtex refuses them)."""
     depth = 0
     for ch in text:
         depth += (ch == "{") - (ch == "}")
         if depth < 0:
             break
-    return text if depth == 0 else text.replace("{", "").replace("}", "")
+    paired = text if depth == 0 else text.replace("{", "").replace("}", "")
+    return paired.replace("\\", "\\textbackslash{}").replace("$", "\\$")  # a bare $ starts maths
+
+
+#: a word BibTeX's name parser keeps as it is: letters, with inner apostrophes, hyphens or periods
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['’\-.][^\W\d_]+)*\.?")
+
+
+def _name_part(text: str, *, family: bool = False) -> str:
+    """A name part for pybtex, braced where BibTeX's name rules would split or drop it: a LaTeX command
+    (Pandoc's reader fails on ``"Doe, \\%"`` and reads ``"Doe, {\\%}"``), an "and" or a comma (they split
+    authors), a family name of several words unless it starts with a particle ("van der Berg"), and one
+    with a word that is not plain letters (BibTeX's name parser splits or drops such words)."""
+    safe = _safe(text if family else text.replace(",", " "))  # a comma in a given name would read as "Jr"
+    words = safe.split()
+    needs_braces = (
+        "\\" in str(codecs.encode(safe, "ulatex+utf8"))
+        or re.search(r"\band\b|,", safe, re.IGNORECASE)
+        or (family and len(words) > 1 and not words[0][:1].islower())
+        or (family and not all(_PLAIN_WORD.fullmatch(word) for word in words))
+    )
+    return f"{{{safe}}}" if needs_braces else safe
 
 
 def _person(name: Mapping[str, str]) -> Person:
     if name.get("literal"):
-        return Person(f"{{{_balanced(name['literal'])}}}")  # a consortium: braces keep it one "last name"
-    return Person(last=_balanced(name.get("family", "")), first=_balanced(name.get("given", "")))
+        return Person(f"{{{_safe(name['literal'])}}}")  # a consortium: braces keep it one "last name"
+    return Person(last=_name_part(name.get("family", ""), family=True), first=_name_part(name.get("given", "")))
 
 
 def _entry(item: Mapping[str, Any]) -> Entry:
     entry_type, container_field = _ENTRY_TYPES.get(str(item.get("type")), ("misc", "howpublished"))
-    fields: list[tuple[str, str]] = [("title", _balanced(str(item.get("title") or "")))]
+    fields: list[tuple[str, str]] = [("title", _safe(str(item.get("title") or "")))]
     container = item.get("container-title") or item.get("publisher")
     if container:
-        fields.append((container_field, _balanced(str(container))))
+        fields.append((container_field, _safe(str(container))))
     date_parts = ((item.get("issued") or {}).get("date-parts") or [[]])[0]
     if date_parts:
         fields.append(("year", str(date_parts[0])))

@@ -6,7 +6,9 @@ context line, indexed on both retrievers but weighted below the chunk's own text
 
 - a child note: its parent paper's title, first authors and year;
 - a standalone note: its collection path(s);
-- a paper chunk: its paper's title (already the chunk's ``title``, so no extra context).
+- a paper chunk: its paper's title (already the chunk's ``title``, so no extra context);
+- a PDF annotation: its paper's title, first authors and year, its page, and what its colour means
+  when the user said (``index.annotation_colors``).
 
 Lexically the context is a separate FTS5 column with a low bm25 weight
 (``CONTEXT_WEIGHT``); densely it is a prefix of the embedded text, clipped to
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["MAX_CONTEXT_TOKENS", "context_line", "clip_to_tokens", "authors_text"]
+__all__ = ["MAX_CONTEXT_TOKENS", "annotation_context_line", "context_line", "clip_to_tokens", "authors_text"]
 
 #: Most word pieces of context in front of a chunk (of the model's 254 content pieces).
 MAX_CONTEXT_TOKENS = 48
@@ -40,6 +42,8 @@ def authors_text(creators: Any, limit: int = 2) -> str:
 
 def context_line(manifest: Mapping[str, Any]) -> str:
     """The context a document's chunks are indexed with ("" for papers and unfiled notes)."""
+    if manifest.get("content_type") == "text/annotation":
+        return annotation_context_line(manifest)
     if manifest.get("content_type") != "text/note":
         return ""
     parent = manifest.get("parent_title")
@@ -50,6 +54,21 @@ def context_line(manifest: Mapping[str, Any]) -> str:
         return f"Note on the paper: {parent}" + (f" ({tail})" if tail else "")
     collections = [str(c) for c in (manifest.get("collections") or []) if str(c).strip()]
     return f"Note in: {'; '.join(collections)}" if collections else ""
+
+
+def annotation_context_line(manifest: Mapping[str, Any]) -> str:
+    """``Highlight on the paper: Title (Cable, Murray et al., 2022), p. 518; red = key finding``."""
+    kind = {"note": "Sticky note", "text": "Text box"}.get(str(manifest.get("annotation_type") or ""))
+    kind = kind or str(manifest.get("annotation_type") or "annotation").capitalize()
+    parent = manifest.get("parent_title")
+    line = f"{kind} on the paper: {parent}" if parent else f"{kind} on a PDF"
+    tail = ", ".join(str(p) for p in (authors_text(manifest.get("parent_creators")), manifest.get("parent_year")) if p)
+    line += f" ({tail})" if tail and parent else ""
+    if manifest.get("page_label"):
+        line += f", p. {manifest['page_label']}"
+    if manifest.get("color_meaning"):
+        line += f"; {manifest.get('color_name') or manifest.get('color')} = {manifest['color_meaning']}"
+    return line
 
 
 def clip_to_tokens(text: str, limit: int, count_tokens: Callable[[str], int] | None) -> str:

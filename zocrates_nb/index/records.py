@@ -24,12 +24,15 @@ from typing import Any
 from zocrates_nb.convert.pages import page_spans, pages_from_manifest
 from zocrates_nb.index.context import MAX_CONTEXT_TOKENS, clip_to_tokens, context_line
 from zocrates_nb.index.lexical.fts import ChunkRow, FtsDocument
+from zocrates_nb.records import PageSpan, kind_of_content_type
 
 __all__ = [
     "NOTE_WHOLE_WORDS",
     "WINDOW_TOKENS",
     "document_rows",
     "embedding_text",
+    "annotation_facts",
+    "annotation_span",
     "first_author_of",
     "kind_of",
     "body_budget",
@@ -43,7 +46,8 @@ OVERLAP_TOKENS = 32
 
 
 def kind_of(manifest: Mapping[str, Any]) -> str:
-    return "note" if manifest.get("content_type") == "text/note" else "paper"
+    """``note``, ``paper`` or ``annotation``, from the manifest's ``content_type``."""
+    return kind_of_content_type(manifest.get("content_type"))
 
 
 def first_author_of(creators: Any) -> str | None:
@@ -82,7 +86,7 @@ def _pieces(
             body, body_budget(title, context, count_tokens), count_tokens, overlap_tokens=OVERLAP_TOKENS
         )
         return [(c.text, c.section) for c in chunks if c.text.strip()] or [(body, None)]
-    if kind == "note" and word_count < NOTE_WHOLE_WORDS:
+    if kind in ("note", "annotation") and word_count < NOTE_WHOLE_WORDS:
         return [(body, None)]
     return [(c.text, c.section) for c in chunk_markdown(body) if c.text.strip()] or [(body, None)]
 
@@ -122,14 +126,18 @@ def document_rows(
         word_count=int(word_count),
         abstract=manifest.get("abstract") or None,
         source_hash=manifest.get("source_hash"),
-        text_source=manifest.get("text_source") or (None if kind == "note" else _legacy_source(markdown)),
+        text_source=manifest.get("text_source") or (None if kind != "paper" else _legacy_source(markdown)),
         page_count=len(manifest.get("pages") or ()),
         pdf_failures=len(manifest.get("pdf_failures") or ()),
+        extra={"annotation": annotation_facts(manifest)} if kind == "annotation" else {},
     )
     body = (markdown or "").strip()
     context = clip_to_tokens(context_line(manifest), MAX_CONTEXT_TOKENS, count_tokens)
     pieces = _pieces(kind, int(word_count), body, title, context, count_tokens)
-    spans = page_spans(markdown or "", pages_from_manifest(manifest), [text for text, _ in pieces])
+    if kind == "annotation":  # every chunk of an annotation is on the annotation's page
+        spans: list[PageSpan | None] = [annotation_span(manifest)] * len(pieces)
+    else:
+        spans = page_spans(markdown or "", pages_from_manifest(manifest), [text for text, _ in pieces])
     rows = [
         ChunkRow(
             chunk_id=f"{key}:{i}",
@@ -148,6 +156,32 @@ def document_rows(
         for i, ((text, section), span) in enumerate(zip(pieces, spans, strict=True))
     ]
     return doc, rows
+
+
+def annotation_facts(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """What a search hit shows of an annotation besides its chunk: the reader's marks and where they are."""
+    return {
+        "annotation_type": manifest.get("annotation_type") or "highlight",
+        "text": manifest.get("text") or "",
+        "comment": manifest.get("comment") or "",
+        "color": manifest.get("color") or "",
+        "color_name": manifest.get("color_name") or "",
+        "color_meaning": manifest.get("color_meaning"),
+        "page_label": manifest.get("page_label") or "",
+        "page_index": manifest.get("page_index"),
+        "attachment_key": manifest.get("attachment_key") or "",
+        "library_id": manifest.get("library_id"),
+        "tags": list(manifest.get("tags") or []),
+    }
+
+
+def annotation_span(manifest: Mapping[str, Any]) -> PageSpan | None:
+    """The annotation's page as a one-page span (None without an attachment or a page index)."""
+    index, attachment = manifest.get("page_index"), manifest.get("attachment_key")
+    if not attachment or not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        return None
+    label = str(manifest.get("page_label") or index + 1)
+    return PageSpan(str(attachment), index, index, label, label)
 
 
 def _legacy_source(markdown: str) -> str:

@@ -163,7 +163,7 @@ class IndexSearch(IndexCore):
         Fusion has a note lane (index/rank/fusion.py): notes also score by their rank among notes.
         The ranking itself is pure (index/rank/assembly.py); this reads the rows it needs.
         """
-        lists, note_chunks, weight, chunk_fused = self._fuse_chunks(lists, mode, query)
+        lists, note_chunks, weight, chunk_fused, marks = self._fuse_chunks(lists, mode, query)
         if collapse:
             keys = self._read(lambda conn: fts.chunk_keys(conn, {c for ranking in lists.values() for c in ranking}))
             units, unit_lists = collapse_to_documents(lists, chunk_fused, keys)
@@ -181,6 +181,7 @@ class IndexSearch(IndexCore):
             parent_share=self.parent_share,
             paper_window=self.paper_window,
             note_share=self.note_share,
+            annotation_chunks=marks,
         )
         chosen = [units[u] for u, _ in fused if u in units]
         rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
@@ -189,25 +190,26 @@ class IndexSearch(IndexCore):
 
     def _fuse_chunks(
         self, lists: dict[str, list[str]], mode: str, query: str
-    ) -> tuple[dict[str, list[str]], dict[str, Any], float, dict[str, float]]:
+    ) -> tuple[dict[str, list[str]], dict[str, Any], float, dict[str, float], set[str]]:
         """Chunk-level fusion with the note lane, plus the optional PRF pass over notes.
 
         Returns the (possibly extended) lists, the note chunks among the candidates, the lane
-        weight for this query, and the fused chunk scores.
+        weight for this query, the fused chunk scores, and the annotation chunks (ranked beside).
         """
         candidates = {c for ranking in lists.values() for c in ranking}
         note_chunks = (
             self._read(lambda conn: fts.chunk_notes(conn, candidates)) if self.note_lane or self.intent_weight else {}
         )
+        marks = self._read(lambda conn: fts.chunk_annotations(conn, candidates))
         weight = lane_weight_for(note_intent(query), self.note_lane, self.intent_weight) if note_chunks else 0.0
-        chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight, self.lane_depth))
+        chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight, self.lane_depth, beside=marks))
         if self.prf_notes and note_chunks and mode == "hybrid":
             feedback = self._feedback_list(query, list(chunk_fused), note_chunks)
             if feedback:
                 lists = {**lists, "lexical_prf": feedback}
                 note_chunks = {**note_chunks, **self._read(lambda conn: fts.chunk_notes(conn, feedback))}
-                chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight, self.lane_depth))
-        return lists, note_chunks, weight, chunk_fused
+                chunk_fused = dict(fuse(lists, self.rrf_k, note_chunks, weight, self.lane_depth, beside=marks))
+        return lists, note_chunks, weight, chunk_fused, marks
 
     def _feedback_list(self, query: str, ranked: list[str], note_chunks: Mapping[str, Any]) -> list[str]:
         """RM3-style second lexical pass over notes, expanded from the top notes of the first pass."""

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 # the records and key helpers live at the bottom of the package; re-exported for the sources and old imports
-from zocrates_nb.records import KEY_ALPHABET, KEY_RE, Collection, Note, Paper, is_valid_key, new_key
+from zocrates_nb.records import KEY_ALPHABET, KEY_RE, Annotation, Collection, Note, Paper, is_valid_key, new_key
 
 __all__ = [
+    "Annotation",
     "KEY_ALPHABET",
     "KEY_RE",
     "Collection",
@@ -52,6 +53,8 @@ class LibrarySnapshot:
     notes: tuple[Note, ...] = ()
     collections: tuple[Collection, ...] = ()
     version: int | None = None
+    #: PDF annotations (Zotero 6+), indexable or provenance only (``Annotation.indexable``)
+    annotations: tuple[Annotation, ...] = ()
     #: keys the source could not read, with the reason (reported by sync, never fatal)
     failures: tuple[tuple[str, str], ...] = field(default=())
 
@@ -77,6 +80,10 @@ class LibrarySource(Protocol):
     def get_note(self, key: str) -> Note | None: ...
 
     def get_paper(self, key: str) -> Paper | None: ...
+
+    def get_annotation(self, key: str) -> Annotation | None:
+        """A PDF annotation by key (a dict hit, like ``get_note``); None when the source has none."""
+        ...
 
     def create_note(self, html: str, *, parent_key: str | None = None, collection_keys: Sequence[str] = ()) -> Note:
         """Create a note (HTML, never Markdown). Child (``parent_key``) xor standalone in collections."""
@@ -115,8 +122,14 @@ def with_valid_keys(snapshot: LibrarySnapshot) -> LibrarySnapshot:
     papers = tuple(p for p in snapshot.papers if keep(p))
     notes = tuple(n for n in snapshot.notes if keep(n))
     collections = tuple(c for c in snapshot.collections if keep(c))
+    annotations = tuple(a for a in snapshot.annotations if keep(a))
     if not bad:
         return snapshot
     return replace(
-        snapshot, papers=papers, notes=notes, collections=collections, failures=tuple(snapshot.failures) + tuple(bad)
+        snapshot,
+        papers=papers,
+        notes=notes,
+        collections=collections,
+        annotations=annotations,
+        failures=tuple(snapshot.failures) + tuple(bad),
     )

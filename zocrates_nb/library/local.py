@@ -25,10 +25,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from zocrates_nb.errors import LibraryError, NotFoundError
-from zocrates_nb.library.base import Collection, LibrarySnapshot, Note, Paper, check_note_html, is_valid_key, new_key
+from zocrates_nb.library.base import (
+    Annotation,
+    Collection,
+    LibrarySnapshot,
+    Note,
+    Paper,
+    check_note_html,
+    new_key,
+)
+from zocrates_nb.library.demo_content import DEMO_CONTENT_DIR, load_demo_annotations, load_demo_content
 from zocrates_nb.storage.sqlite_tx import enable_wal, immediate_transaction
 
-DEMO_CONTENT_DIR = Path(__file__).resolve().parent / "demo"
+__all__ = ["DEMO_CONTENT_DIR", "DemoLibrary", "load_demo_content"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -93,87 +102,6 @@ def _paper_row(row) -> Paper:
     )
 
 
-def load_demo_content(content_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
-    """Read and validate the demo content files; returns (collections, papers, notes with ``html``).
-
-    Pure apart from reading ``content_dir``; every problem names the file and key,
-    because this content is hand-written and a typo must not seed a broken library.
-    """
-    collections, papers, notes = (
-        _read_demo_json(content_dir, n) for n in ("collections.json", "papers.json", "notes.json")
-    )
-    coll_keys = {c.get("key") for c in collections}
-    paper_keys = {p.get("key") for p in papers}
-    _check_collections(content_dir, collections, coll_keys)
-    _check_papers(content_dir, papers, coll_keys)
-    out_notes = []
-    for n in notes:
-        _check_note(content_dir, n, coll_keys, paper_keys)
-        out_notes.append({**n, "html": _read_note_html(content_dir, n)})
-    return collections, papers, out_notes
-
-
-def _read_demo_json(content_dir: Path, name: str) -> list[dict]:
-    """One demo content file, which must hold a JSON array."""
-    path = content_dir / name
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LibraryError(
-            f"Demo content file {path} is missing.",
-            "Reinstall zocrates_nb, or pass content_dir= pointing at a complete demo folder.",
-        ) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise LibraryError(
-            f"Demo content file {path} is not valid JSON: {exc}", "Fix the file (it must hold a JSON array)."
-        ) from exc
-    if not isinstance(data, list):
-        raise LibraryError(f"Demo content file {path} must hold a JSON array.", "Fix the file.")
-    return data
-
-
-def _bad_demo(content_dir: Path, what: str, key: object, why: str) -> LibraryError:
-    return LibraryError(f"Demo content: {what} {key!r} {why}.", f"Fix {content_dir}/{what}s.json.")
-
-
-def _check_collections(content_dir: Path, collections: list[dict], coll_keys: set) -> None:
-    for c in collections:
-        if not is_valid_key(c.get("key", "")) or not c.get("name"):
-            raise _bad_demo(content_dir, "collection", c.get("key"), "needs a valid 8-character key and a name")
-        if c.get("parent_key") and c["parent_key"] not in coll_keys:
-            raise _bad_demo(content_dir, "collection", c["key"], f"has unknown parent_key {c['parent_key']!r}")
-
-
-def _check_papers(content_dir: Path, papers: list[dict], coll_keys: set) -> None:
-    for p in papers:
-        if not is_valid_key(p.get("key", "")) or not p.get("title"):
-            raise _bad_demo(content_dir, "paper", p.get("key"), "needs a valid 8-character key and a title")
-        if set(p.get("collections") or ()) - coll_keys:
-            raise _bad_demo(content_dir, "paper", p["key"], "is filed in an unknown collection")
-
-
-def _check_note(content_dir: Path, n: dict, coll_keys: set, paper_keys: set) -> None:
-    key = n.get("key", "")
-    if not is_valid_key(key) or key in paper_keys:
-        raise _bad_demo(content_dir, "note", key, "needs a valid 8-character key not used by a paper")
-    if n.get("parent_key") and n.get("collections"):
-        raise _bad_demo(content_dir, "note", key, "is a child note but lists collections (Zotero forbids that)")
-    if n.get("parent_key") and n["parent_key"] not in paper_keys:
-        raise _bad_demo(content_dir, "note", key, f"has unknown parent_key {n['parent_key']!r}")
-    if set(n.get("collections") or ()) - coll_keys:
-        raise _bad_demo(content_dir, "note", key, "is filed in an unknown collection")
-
-
-def _read_note_html(content_dir: Path, n: dict) -> str:
-    html_path = content_dir / "notes" / n.get("file", f"{n.get('key', '')}.html")
-    try:
-        return html_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LibraryError(
-            f"Demo content: note file {html_path} could not be read: {exc}", "Add the file or fix notes.json."
-        ) from exc
-
-
 def _content_digest(collections, papers, notes) -> str:
     blob = json.dumps([collections, papers, notes], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -216,6 +144,11 @@ class DemoLibrary:
     def _seed(self) -> None:
         """Insert demo records that are missing; a no-op when this content was already seeded."""
         collections, papers, notes = load_demo_content(self.content_dir)
+        taken = {r["key"] for r in (*collections, *papers, *notes)}
+        #: read-only, like the PDFs they sit on; shown while their paper is not in the trash
+        self._annotations = {
+            a.key: a for a in load_demo_annotations(self.content_dir, {p["key"] for p in papers}, taken)
+        }
         digest = _content_digest(collections, papers, notes)
         with self._write() as conn:
             for statement in filter(str.strip, _SCHEMA.split(";")):  # executescript would COMMIT
@@ -291,7 +224,14 @@ class DemoLibrary:
                     self._conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from exc
-        return LibrarySnapshot(papers=papers, notes=notes, collections=collections, version=int(row[0]) if row else 0)
+        shown = {p.key for p in papers}
+        return LibrarySnapshot(
+            papers=papers,
+            notes=notes,
+            collections=collections,
+            version=int(row[0]) if row else 0,
+            annotations=tuple(a for a in self._annotations.values() if a.parent_key in shown),
+        )
 
     def get_note(self, key: str) -> Note | None:
         try:
@@ -310,6 +250,10 @@ class DemoLibrary:
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from exc
         return _paper_row(row) if row else None
+
+    def get_annotation(self, key: str) -> Annotation | None:
+        found = self._annotations.get(key)
+        return found if found is not None and self.get_paper(found.parent_key or "") is not None else None
 
     # -- writes ---------------------------------------------------------
     def create_note(self, html: str, *, parent_key: str | None = None, collection_keys: Sequence[str] = ()) -> Note:

@@ -8,7 +8,8 @@ The evidence text is a contract the agents (and their prompts) read:
   ``call read_document("KEY")``;
 - provenance headers carry both keys where there are two: ``[Note Key: K, Parent
   Paper Key: P]`` for child notes, ``[Note Key: K]`` for standalone notes,
-  ``[Paper Key: P]`` for paper chunks (title, first author, year, text; ``[Paper Key: P, p. 12]`` from its PDF).
+  ``[Paper Key: P]`` for paper chunks (title, first author, year, text; ``[Paper Key: P, p. 12]`` from its PDF),
+  ``[Annotation on Paper Key: P, p. 12]`` for a PDF annotation (the paper, the highlighted words, the comment).
 
 Untrusted text (notes, papers) can never forge a header: inlined lines are all
 prefixed with ``> `` and other passages are folded onto one line. The tools hand back
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from zocrates_nb.display.annotations import annotation_fields, annotation_label
 from zocrates_nb.display.pages import page_fields
 from zocrates_nb.errors import QueryError, ZocratesError
 from zocrates_nb.index.rank.ranking import SearchHit, prepare_query
@@ -94,8 +96,32 @@ def is_inlined(hit: SearchHit) -> bool:
     return hit.kind == "note" and _word_count(hit) < INLINE_WORDS
 
 
+def annotation_block(hit: SearchHit) -> str:
+    """``[Annotation on Paper Key: P, p. 12]``, the paper, the highlighted words and the comment (one line each)."""
+    facts = hit.annotation or {}
+    where = f"Paper Key: {hit.parent_key}" if hit.parent_key else f"PDF Key: {facts.get('attachment_key') or '?'}"
+    page = _one_line(str(facts.get("page_label") or ""))
+    lines = [f"[Annotation on {where}{', p. ' + page if page else ''}]"]
+    if hit.parent_title:
+        lines.append(f"Paper: {_one_line(hit.parent_title)}")
+    label = annotation_label(facts)
+    if facts.get("color_meaning"):
+        label += f", {facts.get('color_name') or facts.get('color')} = {facts['color_meaning']}"
+    if facts.get("text"):
+        lines.append(f"Highlighted ({_one_line(label)}): {_one_line(str(facts['text']))}")
+    if facts.get("comment"):
+        lines.append(
+            f"Comment{'' if facts.get('text') else ' (' + _one_line(label) + ')'}: {_one_line(str(facts['comment']))}"
+        )
+    if len(lines) == (2 if hit.parent_title else 1):  # no facts (an index from before): the indexed text
+        lines.append(f"Text: {_one_line(hit.text)}")
+    return "\n".join(lines)
+
+
 def format_hit(hit: SearchHit, pending_reason: str | None = None) -> str:
     """The evidence block for one hit (module docstring); ``pending_reason``: the note waits in the outbox."""
+    if hit.kind == "annotation":
+        return annotation_block(hit)
     if hit.kind == "note":
         lines = [note_header(hit)]
         if pending_reason is not None:
@@ -190,6 +216,8 @@ class SearchResults:
                     "pending": h.key in self.pending,  # true: saved here, not yet in Zotero (outbox)
                     "pending_reason": self.pending.get(h.key),
                     **page_fields(h.pages),  # page_start/page_end (from 1), their labels, the open-pdf link
+                    # an annotation's: type, highlighted text, comment, colour, page label, attachment, library
+                    **annotation_fields(h),
                 }
                 for h in self.hits
             ],

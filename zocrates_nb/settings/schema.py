@@ -146,6 +146,17 @@ def _check_prices(where: str, prices: Any) -> None:
         check_text(f"{where} model name", model, NAME_MAX)
 
 
+def _check_colors(where: str, colors: Any) -> None:
+    if not isinstance(colors, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in colors.items()):
+        raise ValidationError(
+            f"{where} must map highlight colours (hex code or name) to what they mean (strings).",
+            hint='For example {"#ff6666": "key finding", "yellow": "method"}.',
+        )
+    for color, meaning in colors.items():
+        check_text(f"{where} colour", color, NAME_MAX)
+        check_text(f"{where}[{color[:40]!r}]", meaning, NAME_MAX)
+
+
 SCHEMA: dict[str, tuple[Setting, ...]] = {
     "llm": (
         Setting(
@@ -207,6 +218,16 @@ SCHEMA: dict[str, tuple[Setting, ...]] = {
             "local_base_url", "url", None, "Zotero 10 local API (default http://127.0.0.1:23119/api)", nullable=True
         ),
         Setting("server_id", "str", None, "Zotero-Server-ID the local API reported", nullable=True),
+    ),
+    "index": (
+        Setting("annotations", "bool", True, "index PDF annotations (highlights, comments, sticky notes)"),
+        Setting(
+            "annotation_colors",
+            "map",
+            {},
+            "what your highlight colours mean, indexed with each annotation",
+            check=_check_colors,
+        ),
     ),
     "vectors": (
         Setting("mode", "choice", "persistent", "embedded ChromaDB or a Chroma server", choices=VECTOR_MODES),

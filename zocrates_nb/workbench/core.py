@@ -138,8 +138,8 @@ class Workbench(WorkbenchViews):
         from zocrates_nb.library.pdf_text import PdfPageReader
 
         # a paper's PDFs are read per page as it is converted (cached per attachment in the data directory)
-        pages = PdfPageReader(self.paths.pdf_text)
-        return Corpus(self.paths, self.source, indexer=self.index, events=self.events, pages=pages)
+        pages, index = PdfPageReader(self.paths.pdf_text), self.config.read().get("index")  # index.annotations …
+        return Corpus(self.paths, self.source, indexer=self.index, events=self.events, pages=pages, settings=index)
 
     @cached_property
     def tools(self) -> LibraryTools:

@@ -74,7 +74,8 @@ def _backtick_runs(text: str) -> list[str]:
 
 
 def _references(corpus: Any, answer: Answer) -> list[Reference]:
-    """The answer's cited papers (a cited child note brings its paper) and online candidates, in citation order."""
+    """The answer's cited papers (a cited child note or annotation brings its paper) and online candidates,
+    in citation order."""
     found: dict[str, Reference] = {}
     online = {e.get("title"): e for e in answer.evidence if e.get("kind") == "online"}
     for citation in answer.citations:
@@ -87,7 +88,7 @@ def _references(corpus: Any, answer: Answer) -> list[Reference]:
             continue
         try:
             manifest = corpus.manifest(citation.key, event="export")
-            if citation.kind == "note":
+            if citation.kind in ("note", "annotation"):  # a child note or an annotation brings its paper
                 if not manifest.get("parent_key"):
                     continue
                 manifest = corpus.manifest(manifest["parent_key"], event="export")

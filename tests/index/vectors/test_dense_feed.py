@@ -45,7 +45,7 @@ def _workbench(data_dir, embedder) -> Workbench:
 
 
 def test_vectors_are_embedded_while_the_next_batch_is_converted(data_dir, model, monkeypatch):
-    monkeypatch.setattr(sync_run, "BATCH", 16)  # the demo library's 89 documents: six batches
+    monkeypatch.setattr(sync_run, "BATCH", 16)  # the demo library's 108 documents (89 + 19 annotations): 7 batches
     embedder = Embedder(model)
     wb = _workbench(data_dir, embedder)
     batches, apply = [], sync_run.SyncRun._apply
@@ -58,7 +58,7 @@ def test_vectors_are_embedded_while_the_next_batch_is_converted(data_dir, model,
 
     monkeypatch.setattr(sync_run.SyncRun, "_apply", apply_after_the_first_is_embedding)
     report = wb.sync(progress=False)
-    assert len(batches) == 6 and report.counts["new"] == sum(batches)
+    assert len(batches) == 7 and report.counts["new"] == sum(batches) == 108
     assert not report.warnings, report.warnings
     chunk_ids = wb.index._read(fts.chunk_ids)
     assert set(wb.index.vector_store().all_ids()) == chunk_ids  # every chunk has its vector

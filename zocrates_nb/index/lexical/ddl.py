@@ -88,6 +88,10 @@ CREATE TABLE IF NOT EXISTS chunk_pages(
 CREATE TRIGGER IF NOT EXISTS chunks_pages_ad AFTER DELETE ON chunks BEGIN
     DELETE FROM chunk_pages WHERE chunk = old.id;
 END;
+CREATE TABLE IF NOT EXISTS annotation_facts(
+    key TEXT PRIMARY KEY,
+    facts TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS document_text(
     key TEXT PRIMARY KEY,
     source TEXT NOT NULL,

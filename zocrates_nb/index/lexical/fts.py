@@ -77,7 +77,7 @@ class ChunkRow:
 
     chunk_id: str
     key: str
-    kind: str  # "note" | "paper"
+    kind: str  # "note" | "paper" | "annotation"
     text: str
     title: str = ""
     parent_key: str | None = None
@@ -86,7 +86,8 @@ class ChunkRow:
     section: str | None = None
     chunk_index: int = 0
     context: str = ""  # indexed beside the text, weighted lower (index/context.py)
-    pages: PageSpan | None = None  # a paper chunk read from its PDF: the pages it covers (index/lexical/pages.py)
+    #: a paper chunk read from its PDF: the pages it covers; an annotation's: its page (index/lexical/pages.py)
+    pages: PageSpan | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,7 @@ def clear(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM chunks")
     conn.execute("DELETE FROM index_documents")
     conn.execute("DELETE FROM document_text")
+    conn.execute("DELETE FROM annotation_facts")
     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
 
 
@@ -207,7 +209,7 @@ def _filter_sql(filters: Mapping[str, str] | None, row_column: str = "c") -> tup
     filters = filters or {}
     item_type = filters.get("item_type")
     if item_type:
-        if item_type in ("note", "paper"):
+        if item_type in ("note", "paper", "annotation"):
             clauses.append("c.kind = ?")
         else:
             clauses.append("c.item_type = ?")
@@ -321,6 +323,12 @@ def chunk_notes(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str |
     )
 
 
+def chunk_annotations(conn: sqlite3.Connection, ids: Iterable[str]) -> set[str]:
+    """The chunk ids among ``ids`` that belong to PDF annotations (ranked beside the rest: rank/fusion.py)."""
+    sql = "SELECT chunk_id FROM chunks WHERE kind = 'annotation' AND chunk_id IN ({marks})"
+    return {cid for (cid,) in _rows_where_in(conn, sql, ids)}
+
+
 def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkRow]:
     """Full rows for the given chunk ids (missing ids are simply absent)."""
     out: dict[str, ChunkRow] = {}
@@ -330,7 +338,7 @@ def chunk_rows(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, ChunkR
         out[r[0]] = ChunkRow(
             r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7] or "[]")), r[8], r[9], r[10] or ""
         )
-    papers = [cid for cid, row in out.items() if row.kind == "paper"]
+    papers = [cid for cid, row in out.items() if row.kind in ("paper", "annotation")]
     for cid, span in (pages.spans_of(conn, papers) if papers else {}).items():
         out[cid] = replace(out[cid], pages=span)
     return out
@@ -348,6 +356,9 @@ def documents(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, FtsDoc
         out[r[0]] = FtsDocument(
             r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6] or "[]")), r[7], r[8], r[9], r[10], r[11], r[12]
         )
+    annotations = [key for key, doc in out.items() if doc.kind == "annotation"]
+    for key, facts in (pages.annotation_facts(conn, annotations) if annotations else {}).items():
+        out[key] = replace(out[key], extra={"annotation": facts})
     return out
 
 

@@ -1,21 +1,25 @@
-"""The page spans of paper chunks (``chunk_pages``) and where each paper's text came from (``document_text``).
+"""The page spans of paper and annotation chunks (``chunk_pages``), where each paper's text came from
+(``document_text``), and what a PDF annotation shows besides its text (``annotation_facts``).
 
 Why tables of their own beside ``chunks``: a page span belongs to a chunk of a paper read from its
 PDF, which most rows (notes, papers without a PDF) do not have; a side table keyed by the chunk's
 rowid costs nothing for them, keeps the FTS content table and its triggers as they were, and a
 LEFT JOIN on an integer key is free when a result is rendered. ``chunks_pages_ad`` drops a chunk's
 span with the chunk. ``document_text`` is what ``status`` counts ("812 of 950 papers from their PDF").
+``annotation_facts`` holds an annotation's type, highlighted text, comment, colour, page and PDF as one
+JSON object per key: a search hit carries them without opening the bundle.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from zocrates_nb.records import PageSpan
 
-__all__ = ["TEXT_SOURCES", "replace_pages", "spans_of", "text_sources", "forget_document"]
+__all__ = ["TEXT_SOURCES", "annotation_facts", "replace_pages", "spans_of", "text_sources", "forget_document"]
 
 #: where a paper's text came from: its PDFs (with pages), the library's full text (no pages), or nothing
 TEXT_SOURCES = ("pdf", "fulltext", "metadata")
@@ -34,6 +38,15 @@ def replace_pages(conn: sqlite3.Connection, doc: Any, rows: Sequence[Any]) -> No
         "SELECT id, ?, ?, ?, ?, ? FROM chunks WHERE chunk_id = ?",
         [(s.attachment_key, s.start, s.end, s.start_label, s.end_label, cid) for cid, s in spans],
     )
+    facts = (doc.extra or {}).get("annotation") if doc.kind == "annotation" else None
+    if facts is not None:
+        conn.execute(
+            "INSERT INTO annotation_facts(key, facts) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET facts = excluded.facts",
+            (doc.key, json.dumps(facts, ensure_ascii=False, sort_keys=True)),
+        )
+    else:
+        conn.execute("DELETE FROM annotation_facts WHERE key = ?", (doc.key,))
     if doc.kind != "paper":
         conn.execute("DELETE FROM document_text WHERE key = ?", (doc.key,))
         return
@@ -49,6 +62,18 @@ def replace_pages(conn: sqlite3.Connection, doc: Any, rows: Sequence[Any]) -> No
 def forget_document(conn: sqlite3.Connection, key: str) -> None:
     """Inside the caller's transaction: the document is gone (its chunks' spans go with them by trigger)."""
     conn.execute("DELETE FROM document_text WHERE key = ?", (key,))
+    conn.execute("DELETE FROM annotation_facts WHERE key = ?", (key,))
+
+
+def annotation_facts(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``key → facts`` for the annotations among ``keys``."""
+    keys = list(keys)
+    out: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(keys), _IN_BATCH):
+        part = keys[start : start + _IN_BATCH]
+        sql = f"SELECT key, facts FROM annotation_facts WHERE key IN ({','.join('?' * len(part))})"
+        out.update((key, json.loads(facts)) for key, facts in conn.execute(sql, part))
+    return out
 
 
 def spans_of(conn: sqlite3.Connection, chunk_ids: Iterable[str]) -> dict[str, PageSpan]:

@@ -57,6 +57,7 @@ _OBJECTS = (
     "chunk_pages",
     "chunks_pages_ad",
     "document_text",
+    "annotation_facts",
 )
 
 

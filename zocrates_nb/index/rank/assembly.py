@@ -87,6 +87,7 @@ def _hit(cid: str, row: Any, doc: Any, score: float, ranks: dict[str, int | None
         year=doc.year if doc else None,
         collections=row.collections,
         pages=getattr(row, "pages", None),
+        annotation=(getattr(doc, "extra", None) or {}).get("annotation") if doc else None,
     )
 
 
@@ -103,15 +104,18 @@ def rank_units(
     parent_share: float,
     paper_window: int,
     note_share: int = 0,
+    annotation_chunks: Collection[str] = frozenset(),
 ) -> list[tuple[str, float]]:
     """The top ``k`` units by fused score, with the note lane (index/rank/fusion.py) applied.
 
     ``note_chunks`` maps the candidate note chunks to their parent keys; ``weight`` is the
     note lane's weight for this query (0: no lane); ``note_share`` places of the first
-    ``paper_window`` are kept for the best notes (fusion.reserve_notes).
+    ``paper_window`` are kept for the best notes (fusion.reserve_notes); ``annotation_chunks`` (PDF
+    annotations) are ranked beside the rest (``fusion.fuse``'s ``beside``) and are never the paper kept.
     """
     note_units: Collection[str] = {u for u, c in units.items() if c in note_chunks} if collapse else note_chunks.keys()
-    fused = fuse(unit_lists, rrf_k, note_units, weight, lane_depth)
+    marks = {u for u, c in units.items() if c in annotation_chunks}
+    fused = fuse(unit_lists, rrf_k, note_units, weight, lane_depth, beside=marks)
     if collapse and parent_share and weight:
         # a child note inherits part of its paper's score (fusion.inherit_from_parents)
         fused = inherit_from_parents(
@@ -119,5 +123,5 @@ def rank_units(
         )
     if weight and paper_window and k >= paper_window:
         fused = reserve_notes(fused, note_units, paper_window, note_share)
-        fused = keep_best_paper(fused, {u for u in units if u not in note_units}, paper_window)
+        fused = keep_best_paper(fused, {u for u in units if u not in note_units and u not in marks}, paper_window)
     return fused[:k]

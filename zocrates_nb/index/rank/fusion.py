@@ -58,8 +58,14 @@ def fuse(
     notes: Collection[str] = frozenset(),
     lane_weight: float = 0.0,
     lane_depth: int = 1000,
+    beside: Collection[str] = frozenset(),
 ) -> list[tuple[str, float]]:
     """RRF over ``rank_lists`` plus the note lane for ids in ``notes`` (best first, deterministic).
+
+    ``beside`` (PDF annotations) are ranked beside the others: each scores by its place in the whole
+    list, but takes no place from the rest, whose ranks count only each other. So an annotation comes
+    before a note or a paper only where it outscores it, and notes and papers keep exactly the scores
+    they had without annotations in the library (the note-recall figures stay as they were).
 
     Only the ``lane_depth`` best notes of each list get the lane term: the lane lifts *the best*
     notes, it does not push every note above every paper. With ``lane_weight`` 0 or no notes this
@@ -70,12 +76,14 @@ def fuse(
     scores: dict[str, float] = {}
     for ranking in rank_lists.values():
         seen: set[str] = set()
-        note_rank = 0
-        for rank, unit in enumerate(ranking, start=1):
+        note_rank = placed = 0
+        for position, unit in enumerate(ranking, start=1):
             if unit in seen:
                 continue
             seen.add(unit)
-            score = 1.0 / (k + rank)
+            if unit not in beside:
+                placed += 1
+            score = 1.0 / (k + (position if unit in beside else placed))
             if lane_weight and unit in notes:
                 note_rank += 1
                 if note_rank <= lane_depth:

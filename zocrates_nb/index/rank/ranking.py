@@ -217,7 +217,7 @@ class SearchHit:
 
     chunk_id: str
     key: str
-    kind: str  # "note" | "paper"
+    kind: str  # "note" | "paper" | "annotation"
     parent_key: str | None
     title: str
     text: str  # the matching chunk's text
@@ -232,7 +232,9 @@ class SearchHit:
     first_author: str | None = None
     year: int | None = None
     collections: tuple[str, ...] = ()
-    pages: PageSpan | None = None  # a paper chunk read from its PDF: the pages it covers
+    pages: PageSpan | None = None  # a paper chunk read from its PDF: the pages it covers; an annotation's page
+    #: a PDF annotation's marks: type, text, comment, colour (and meaning), page label, attachment, library
+    annotation: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -64,7 +64,7 @@ def chunk_metadata(
 def where_for(filters: Mapping[str, Any] | None) -> dict | None:
     """Translate the tool filters (``item_type``, ``collection``, ``parent_key``) to a Chroma where.
 
-    ``item_type`` "note"/"paper" matches the chunk kind, any other value the Zotero item type;
+    ``item_type`` "note"/"paper"/"annotation" matches the chunk kind, any other value the Zotero item type;
     ``collection`` matches a collection key or name. Unknown filter names are refused, so a typo
     never silently widens a search.
     """
@@ -78,7 +78,7 @@ def where_for(filters: Mapping[str, Any] | None) -> dict | None:
 
 def _clause(name: str, value: Any) -> dict:
     if name == "item_type":
-        field_name = "kind" if value in ("note", "paper") else "item_type"
+        field_name = "kind" if value in ("note", "paper", "annotation") else "item_type"
         return {field_name: str(value)}
     if name == "collection":
         return {

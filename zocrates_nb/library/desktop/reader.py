@@ -19,6 +19,7 @@ from typing import NamedTuple, cast
 
 from zocrates_nb.errors import LibraryError
 from zocrates_nb.library.base import Collection, LibrarySnapshot, Note, Paper, with_valid_keys
+from zocrates_nb.library.desktop.annotations import read_annotations, sql_to_iso
 from zocrates_nb.library.desktop.bbt import better_bibtex_keys
 from zocrates_nb.records import PdfFile, pinned_citation_key
 
@@ -110,11 +111,6 @@ def parse_zotero_date(value: str | None) -> tuple[str, int | None]:
     return value, int(found.group(1)) if found else None
 
 
-def _sql_to_iso(value: str | None) -> str:
-    """Zotero's UTC ``YYYY-MM-DD HH:MM:SS`` → ``YYYY-MM-DDTHH:MM:SSZ`` (as the API reports it)."""
-    return f"{value.replace(' ', 'T')}Z" if value and " " in value else (value or "")
-
-
 class SnapshotReader:
     """Runs the reading queries against one opened copy; columns and types by name."""
 
@@ -159,12 +155,14 @@ class SnapshotReader:
         version_col = "clientVersion" if "clientVersion" in self.columns("items") else "version"
         notes = self._notes(lib_id, version_col, trashed, item_colls)
         papers = self._papers(lib_id, version_col, trashed, item_colls, keys, failures)
+        annotations = read_annotations(self.conn, self.tables, lib_id, version_col, trashed)
         conn.execute("COMMIT")
         return with_valid_keys(
             LibrarySnapshot(
                 papers=tuple(papers),
                 notes=tuple(notes),
                 collections=tuple(collections),
+                annotations=tuple(annotations),
                 version=lib_version,
                 failures=tuple(failures),
             )
@@ -224,7 +222,7 @@ class SnapshotReader:
                     parent_key=parent_key,
                     collections=() if parent_key else tuple(item_colls.get(item_id, ())),
                     version=version or 0,
-                    date_modified=_sql_to_iso(modified),
+                    date_modified=sql_to_iso(modified),
                 )
             )
         return notes
@@ -290,7 +288,7 @@ class SnapshotReader:
                     publication=next((f[n] for n in _PUBLICATION_FIELDS if f.get(n)), ""),
                     collections=tuple(item_colls.get(item_id, ())),
                     version=version or 0,
-                    date_modified=_sql_to_iso(modified),
+                    date_modified=sql_to_iso(modified),
                     pdfs=pdfs,
                     citation_key=pinned_citation_key(f) or bbt_keys.get(key, ""),
                 )

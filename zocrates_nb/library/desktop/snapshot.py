@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from zocrates_nb.errors import LibraryError, LibraryLockedError, LibraryReadOnlyError
-from zocrates_nb.library.base import LibrarySnapshot, Note, Paper, is_safe_key
+from zocrates_nb.library.base import Annotation, LibrarySnapshot, Note, Paper, is_safe_key
 from zocrates_nb.library.desktop.detect import attachment_base_dir as find_attachment_base_dir
 from zocrates_nb.library.desktop.files import attachment_path, is_pdf, needs_base_dir
 from zocrates_nb.library.desktop.reader import AttachmentRow, FileText, SnapshotReader
@@ -74,6 +74,7 @@ class ZoteroDesktopLibrary:
         self._snapshot: LibrarySnapshot | None = None
         self._notes: dict[str, Note] = {}
         self._papers: dict[str, Paper] = {}
+        self._annotations: dict[str, Annotation] = {}
         self._fulltext_cache: dict[Path, tuple[tuple[int, int], str]] = {}
         self.read_pdfs = read_pdfs
         self._base_dir = Path(attachment_base_dir).expanduser() if attachment_base_dir else None
@@ -92,6 +93,7 @@ class ZoteroDesktopLibrary:
                 self._snapshot, self._stamp = snap, stamp
                 self._notes = {n.key: n for n in snap.notes}
                 self._papers = {p.key: p for p in snap.papers}
+                self._annotations = {a.key: a for a in snap.annotations}
             elif any(p.pdfs for p in self._snapshot.papers):
                 self._refresh_pdfs()
             return self._snapshot
@@ -134,6 +136,11 @@ class ZoteroDesktopLibrary:
             self.snapshot()
         return self._papers.get(key)
 
+    def get_annotation(self, key: str) -> Annotation | None:
+        if self._snapshot is None:
+            self.snapshot()
+        return self._annotations.get(key)
+
     def create_note(self, html: str, *, parent_key: str | None = None, collection_keys: Sequence[str] = ()) -> Note:
         raise LibraryReadOnlyError(*_READ_ONLY)
 
@@ -143,6 +150,7 @@ class ZoteroDesktopLibrary:
     def close(self) -> None:
         with self._lock:
             self._snapshot, self._stamp, self._notes, self._papers = None, None, {}, {}
+            self._annotations = {}
             self._fulltext_cache.clear()
 
     def __repr__(self) -> str:

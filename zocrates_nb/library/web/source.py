@@ -35,7 +35,15 @@ from pyzotero import Zotero
 from pyzotero import errors as ze
 
 from zocrates_nb.errors import LibraryError, NotFoundError
-from zocrates_nb.library.base import LibrarySnapshot, Note, Paper, check_note_html, is_safe_key, with_valid_keys
+from zocrates_nb.library.base import (
+    Annotation,
+    LibrarySnapshot,
+    Note,
+    Paper,
+    check_note_html,
+    is_safe_key,
+    with_valid_keys,
+)
 from zocrates_nb.library.web.cache import WebCache
 from zocrates_nb.library.web.objects import note_from_object
 
@@ -208,6 +216,10 @@ class ZoteroWebLibrary:
     def get_paper(self, key: str) -> Paper | None:
         """The cached paper, filtered like ``snapshot()``."""
         return _served(self._cache.get_paper(key) if is_safe_key(key) else None, key)
+
+    def get_annotation(self, key: str) -> Annotation | None:
+        """Annotations are not read from the Web API yet."""
+        return None
 
     # -- writes ---------------------------------------------------------
     def _send_write(self, doing: str, send: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
