@@ -53,6 +53,13 @@ class IndexCorruptError(ZocratesError):
     """The search index is missing, damaged, or built with another model."""
 
 
+class StorageUnavailableError(ZocratesError):
+    """A store of the data directory cannot be written: the directory is read-only or the disk is full.
+
+    Not damage: nothing needs repairing or deleting, and the hint says what to free or allow instead
+    (``storage/space.py`` tells the cases apart)."""
+
+
 class QueryError(ZocratesError):
     """A search query that cannot be run (e.g. empty)."""
 

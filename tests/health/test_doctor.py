@@ -115,7 +115,18 @@ def test_doctor_plain_text_on_a_clean_data_dir_says_ok_for_every_check(demo_home
     assert main(["--data-dir", str(demo_home), "doctor"]) == 0
     lines = capsys.readouterr().out.splitlines()
     checks = [line.split()[1] for line in lines]
-    assert checks == ["meta_db", "config", "leftovers", "locks", "file_modes", "model", "bundles", "index", "vectors"]
+    assert checks == [
+        "meta_db",
+        "config",
+        "leftovers",
+        "locks",
+        "file_modes",
+        "model",
+        "space",
+        "bundles",
+        "index",
+        "vectors",
+    ]
     assert all(line.startswith("ok      ") for line in lines), lines
     assert "--repair" not in "\n".join(lines)
 

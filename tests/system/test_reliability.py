@@ -144,7 +144,8 @@ def test_damaged_bundle_is_repaired_by_sync_verify_and_skipped_by_rebuild(demo_h
     (bundle / "content.md").write_bytes(os.urandom(2000))
     assert main(["--data-dir", str(demo_home), "sync", "--verify", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["counts"]["unchanged"] < 89 and (bundle / "content.md").read_text(encoding="utf-8") == good
+    assert report["counts"]["unchanged"] < sum(report["counts"].values())  # the damaged bundle was re-made
+    assert (bundle / "content.md").read_text(encoding="utf-8") == good
     (bundle / "okf.json").write_bytes(b"")
     assert main(["--data-dir", str(demo_home), "sync", "--json"]) == 0
     capsys.readouterr()

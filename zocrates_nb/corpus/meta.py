@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zocrates_nb.errors import IndexCorruptError
+from zocrates_nb.storage.space import unavailable, write_problem
 from zocrates_nb.storage.sqlite_tx import enable_wal
 
 SCHEMA_VERSION = 2  # 2: kind may be 'annotation'
@@ -96,6 +97,8 @@ class MetaDB:
             # for (or see the uncommitted half of) a sync running on the writer connection
             self._reader = self._connect(busy_timeout_ms)
         except sqlite3.DatabaseError as err:
+            if problem := write_problem(self.path, err):  # read-only or full: not damage, nothing to repair
+                raise unavailable("The conversion database", self.path, problem, err) from err
             raise IndexCorruptError(
                 f"{self.path.name} could not be opened: {err}",
                 "Run `zocrates-nb doctor --repair`: it moves the damaged file aside and "

@@ -27,6 +27,7 @@ from zocrates_nb.errors import IndexCorruptError, NotFoundError, ZocratesError
 from zocrates_nb.protocols import EventSink, NullEventSink
 from zocrates_nb.records import kind_of_content_type
 from zocrates_nb.storage.locks import corpus_lock
+from zocrates_nb.storage.space import write_problem
 
 log = logging.getLogger(__name__)
 _NO_EVENTS = NullEventSink()
@@ -43,8 +44,10 @@ def meta_db_problem(path: Path) -> str | None:
     path = Path(path)
     if not path.exists():
         return None
+    # a read-only or full directory cannot hold the -shm a WAL read needs: read the file as it is (immutable)
+    immutable = "&immutable=1" if write_problem(path) else ""
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro{immutable}", uri=True, timeout=10)
     except sqlite3.Error as exc:
         return f"cannot be opened: {exc}"
     try:

@@ -42,6 +42,34 @@ def check_meta_db(paths: DataPaths) -> dict[str, Any]:
     return finding("meta_db", True, detail)
 
 
+#: doctor flags less free space than this (a sync of a large library needs room for bundles and vectors)
+LOW_SPACE_BYTES = 100 * 1024 * 1024
+
+
+def check_space(paths: DataPaths) -> dict[str, Any]:
+    """Free space and write access of the data directory. Neither is damage: the finding says what to
+    free or allow (``fix``), and ``--repair`` has nothing to do for it."""
+    from zocrates_nb.storage.space import free_bytes, human_bytes, write_problem
+
+    root = Path(paths.root)
+    free = free_bytes(root)
+    if write_problem(root) == "read-only":
+        return {
+            **finding(
+                "space",
+                False,
+                f"{root} is read-only: status and doctor read it; search, ask, sync and saving need it writable",
+            ),
+            "fix": f"make {root} writable (remount it read-write or fix its permissions)",
+        }
+    if free < LOW_SPACE_BYTES:
+        return {
+            **finding("space", False, f"only {human_bytes(free)} free on the disk holding {root} (under 100 MB)"),
+            "fix": "free some space on that disk (syncing and saving fail on a full disk, nothing is lost)",
+        }
+    return finding("space", True, f"{human_bytes(free)} free on the disk holding {root}")
+
+
 def check_leftovers(paths: DataPaths) -> dict[str, Any]:
     corpus = Path(paths.corpus)
     cutoff = time.time() - TMP_AGE_S
@@ -120,15 +148,16 @@ def check_config(paths: DataPaths) -> dict[str, Any]:
 
 def quick_health(paths: DataPaths) -> dict[str, Any]:
     """The cheap checks (no ChromaDB, no model): what ``status`` shows as one line."""
-    findings = [check_meta_db(paths), check_leftovers(paths), check_file_modes(paths)]
-    problems = [f"{f['check']}: {f['detail']}" for f in findings if not f["ok"]]
+    findings = [check_space(paths), check_meta_db(paths), check_leftovers(paths), check_file_modes(paths)]
+    failing = [f for f in findings if not f["ok"]]
+    problems = [f"{f['check']}: {f['detail']}" for f in failing]
     repaired = [f["detail"].split("; ", 1)[1] for f in findings if f["ok"] and "moved aside earlier" in f["detail"]]
     summary = (
         ("ok" + (f" ({repaired[0]}, and re-created)" if repaired else ""))
         if not problems
         else f"{len(problems)} problem(s): {problems[0]}"
         + (" …" if len(problems) > 1 else "")
-        + " — run `zocrates-nb doctor --repair`"
+        + (f" — {failing[0]['fix']}" if failing[0].get("fix") else " — run `zocrates-nb doctor --repair`")
     )
     return {"ok": not problems, "problems": problems, "summary": summary}
 
@@ -159,7 +188,7 @@ def repair_store_findings(paths: DataPaths, findings: list[dict], repair: bool) 
     from zocrates_nb.corpus.bundle import sweep_temporary
 
     for f in findings:
-        if f["ok"] or not repair:
+        if f["ok"] or not repair or f.get("fix"):  # space and write access: the user's to fix, not ours
             continue
         if f["check"] == "leftovers":
             f["done"] = f"removed {sweep_temporary(Path(paths.corpus), older_than_s=TMP_AGE_S)} folder(s)"

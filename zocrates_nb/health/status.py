@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from zocrates_nb.errors import ConfigError, ZocratesError
 from zocrates_nb.settings.config import ConfigStore, LLMSettings, merge_defaults
 from zocrates_nb.settings.profile import profile_token_report
+from zocrates_nb.storage.space import write_problem
 
 if TYPE_CHECKING:
     from zocrates_nb.paths import DataPaths
@@ -37,7 +38,9 @@ def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, d
     if not paths.meta_db.exists():
         return {}, 0, None, {}
     try:
-        conn = sqlite3.connect(f"file:{paths.meta_db}?mode=ro", uri=True, timeout=5)
+        # a read-only or full directory cannot hold the -shm a WAL read needs: read the file as it is
+        immutable = "&immutable=1" if write_problem(paths.meta_db) else ""
+        conn = sqlite3.connect(f"{paths.meta_db.resolve().as_uri()}?mode=ro{immutable}", uri=True, timeout=5)
     except sqlite3.Error as exc:
         return {}, 0, f"cannot open {paths.meta_db.name}: {exc}", {}
     try:

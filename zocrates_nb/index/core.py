@@ -25,6 +25,7 @@ from zocrates_nb.index.rank.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT
 from zocrates_nb.index.vectors import pending
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.protocols import Embedder
+from zocrates_nb.storage.space import unavailable, write_problem
 from zocrates_nb.storage.sqlite_tx import enable_wal
 
 _log = logging.getLogger(__name__)
@@ -179,6 +180,8 @@ class IndexCore:
             if not pending.ready(self._conn):
                 self._write(pending.ensure)
         except sqlite3.DatabaseError as exc:
+            if problem := write_problem(paths.meta_db, exc):  # read-only or full: not damage
+                raise unavailable("The search index", paths.meta_db, problem, exc) from exc
             raise IndexCorruptError(
                 f"The search index in {paths.meta_db} cannot be opened: {exc}", hint=REBUILD_HINT
             ) from exc

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from zocrates_nb.errors import LibraryError, NotFoundError
+from zocrates_nb.errors import LibraryError, NotFoundError, ZocratesError
 from zocrates_nb.library.base import (
     Annotation,
     Collection,
@@ -35,6 +35,7 @@ from zocrates_nb.library.base import (
     new_key,
 )
 from zocrates_nb.library.demo_content import DEMO_CONTENT_DIR, load_demo_annotations, load_demo_content
+from zocrates_nb.storage.space import unavailable, write_problem
 from zocrates_nb.storage.sqlite_tx import enable_wal, immediate_transaction
 
 __all__ = ["DEMO_CONTENT_DIR", "DemoLibrary", "load_demo_content"]
@@ -123,12 +124,11 @@ class DemoLibrary:
             enable_wal(self._conn)
             self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
-            raise LibraryError(
-                f"The demo library {self.db_path} could not be opened: {exc}",
-                "Delete the file to re-create the demo library (your own demo notes are lost), "
-                "or choose another data directory.",
-            ) from exc
-        self._seed()
+            raise self._damaged(exc, "could not be opened") from exc
+        try:
+            self._seed()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc, "could not be prepared") from exc
 
     # -- plumbing -------------------------------------------------------
     def _write(self):
@@ -197,10 +197,15 @@ class DemoLibrary:
     def describe(self) -> str:
         return f"demo library ({self.db_path})"
 
-    def _damaged(self, exc: sqlite3.DatabaseError) -> LibraryError:
-        """A damaged demo library is reported (never read as "empty": that would remove every note)."""
+    def _damaged(self, exc: sqlite3.DatabaseError, what: str = "is damaged") -> ZocratesError:
+        """A damaged demo library is reported (never read as "empty": that would remove every note).
+
+        A directory that is read-only or full is not damage: that error says what to allow or free,
+        and never to delete the file (storage/space.py)."""
+        if problem := write_problem(self.db_path, exc):
+            return unavailable("The demo library", self.db_path, problem, exc)
         return LibraryError(
-            f"The demo library {self.db_path} is damaged: {exc}",
+            f"The demo library {self.db_path} {what}: {exc}",
             "Delete the file to re-create the demo library (your own demo notes are lost), "
             "or choose another data directory.",
         )

@@ -23,10 +23,12 @@ from zocrates_nb.health.checks import (
     check_locks,
     check_meta_db,
     check_model,
+    check_space,
     finding,
     repair_store_findings,
 )
 from zocrates_nb.paths import DataPaths
+from zocrates_nb.storage.space import write_problem
 from zocrates_nb.workbench.core import Workbench
 
 
@@ -97,10 +99,14 @@ def run_doctor(paths: DataPaths, *, repair: bool = False) -> dict[str, Any]:
         check_locks(paths),
         check_file_modes(paths),
         check_model(),
+        check_space(paths),
     ]
     repair_store_findings(paths, findings, repair)
     meta_damaged = not findings[0]["ok"]
-    if meta_damaged and not repair:
+    if problem := write_problem(paths.root):  # opening a workbench writes (WAL, the demo library's seed)
+        why = "the directory is read-only" if problem == "read-only" else "the disk is full"
+        findings.append(finding("corpus", True, f"bundles, index and vectors not checked: {why}"))
+    elif meta_damaged and not repair:
         findings.append(
             finding(
                 "corpus",
@@ -128,8 +134,11 @@ def format_report(result: dict[str, Any]) -> str:
         lines.append(f"{mark:7} {f['check']:10} {f['detail']}")
         if f.get("done"):
             lines.append(f"{'':18}→ {f['done']}")
+        elif not f["ok"] and f.get("fix"):
+            lines.append(f"{'':18}→ {f['fix']}")
         elif not f["ok"] and f.get("repair"):
             lines.append(f"{'':18}→ --repair would: {f['repair']}")
-    if not result["ok"] and not result["repaired"]:
+    repairable = [f for f in result["findings"] if not f["ok"] and not f.get("done") and not f.get("fix")]
+    if repairable and not result["repaired"]:
         lines.append("Run `zocrates-nb doctor --repair` to fix these.")
     return "\n".join(lines)
