@@ -218,8 +218,7 @@ class ZoteroWebLibrary:
         """The cached paper, filtered like ``snapshot()``."""
         return _served(self._cache.get_paper(key) if is_safe_key(key) else None, key)
 
-    def get_annotation(self, key: str) -> Annotation | None:
-        """The cached annotation, filtered like ``snapshot()``."""
+    def get_annotation(self, key: str) -> Annotation | None:  # the cached annotation, filtered like snapshot()
         return _served(self._cache.get_annotation(key) if is_safe_key(key) else None, key)
 
     # -- writes ---------------------------------------------------------
