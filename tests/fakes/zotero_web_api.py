@@ -16,6 +16,7 @@ need ``Zotero-Server-ID`` (428/412) and the local ``Zotero-API-Key`` (403).
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 import threading
@@ -109,6 +110,39 @@ class FakeZoteroAPI:
             data["collections"] = list(collections)
         return self.add_item(data)
 
+    def add_annotation(
+        self,
+        attachment: str,
+        *,
+        key: str | None = None,
+        annotation_type: str = "highlight",
+        text: str = "",
+        comment: str = "",
+        color: str = "#ffd400",
+        page_label: str = "1",
+        page_index: int = 0,
+        tags: list[str] = (),
+    ) -> dict:
+        """A PDF annotation as the API stores it: a child of its attachment, ``annotationPosition`` a JSON
+        string, ``annotationSortIndex`` ``PPPPP|OOOOOO|TTTTT`` (Zotero's schema, itemType annotation)."""
+        data = {
+            "key": key,
+            "itemType": "annotation",
+            "parentItem": attachment,
+            "annotationType": annotation_type,
+            "annotationAuthorName": "",
+            "annotationText": text,
+            "annotationComment": comment,
+            "annotationColor": color,
+            "annotationPageLabel": page_label,
+            "annotationSortIndex": f"{page_index:05d}|000120|00069",
+            "annotationPosition": json.dumps({"pageIndex": page_index, "rects": [[72.0, 600.5, 300.2, 612.0]]}),
+            "tags": [{"tag": t} for t in tags],
+        }
+        if annotation_type not in ("highlight", "underline"):
+            data.pop("annotationText")  # only highlights and underlines carry text
+        return self.add_item(data)
+
     def set_fulltext(self, key: str, content: str, pages: int = 1) -> None:
         """An attachment's indexed text, as PUT /items/KEY/fulltext stores it."""
         with self.lock:
@@ -154,7 +188,7 @@ class FakeZoteroAPI:
         if data.get("parentItem"):
             links["up"] = {"href": f"{base}/items/{data['parentItem']}", "type": "application/json"}
         meta: dict = {"numChildren": sum(1 for d in self.items.values() if d.get("parentItem") == data["key"])}
-        if data.get("itemType") not in ("note", "attachment"):
+        if data.get("itemType") not in ("note", "attachment", "annotation"):
             creators = data.get("creators") or []
             if creators:
                 meta["creatorSummary"] = creators[0].get("lastName") or creators[0].get("name", "")

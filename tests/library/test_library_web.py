@@ -275,3 +275,45 @@ def test_web_api_items_carry_the_citation_key_their_fields_pin():
     pinned["data"]["citationKey"] = "fromTheField"
     assert paper_from_object(pinned).citation_key == "fromTheField"
     assert paper_from_object({"key": "EFGH2345", "data": {"key": "EFGH2345", "title": "U"}}).citation_key == ""
+
+
+def test_annotations_are_read_under_their_pdf_and_paper(lib, api):
+    api.add_annotation(
+        "ATTACH22",
+        key="HILITE22",
+        text="barcodes printed on the slide",
+        comment="the core idea",
+        page_label="79",
+        page_index=1,
+        tags=["key finding"],
+    )
+    api.add_annotation(
+        "ATTACH22", key="STICKY22", annotation_type="note", comment="check the spot size", page_label="80"
+    )
+    api.add_annotation("ATTACH22", key="IMAGE222", annotation_type="image", page_label="81", page_index=3)
+    api.add_item({"key": "ATTACH33", "itemType": "attachment", "parentItem": "PAPER333", "linkMode": "imported_file"})
+    api.add_annotation("ATTACH33", key="ONTRASH3", text="on the trashed book's PDF")
+    found = {a.key: a for a in lib.snapshot().annotations}
+    assert set(found) == {"HILITE22", "STICKY22", "IMAGE222"}  # the trashed paper's annotations are gone
+    hi = found["HILITE22"]
+    assert (hi.annotation_type, hi.attachment_key, hi.parent_key, hi.page_label, hi.page_index) == (
+        "highlight",
+        "ATTACH22",
+        "PAPER222",
+        "79",
+        1,
+    )
+    assert (hi.text, hi.comment, hi.tags, hi.color_name) == (
+        "barcodes printed on the slide",
+        "the core idea",
+        ("key finding",),
+        "yellow",
+    )
+    assert hi.library_id == int(api.library_id) and hi.sort_index == "00001|000120|00069"
+    assert found["STICKY22"].text == "" and not found["IMAGE222"].indexable
+    assert lib.get_annotation("HILITE22") == hi and lib.get_annotation("ONTRASH3") is None
+    # an edit and a deletion reach the next snapshot through the incremental sync
+    api.modify("STICKY22", annotationComment="check the spot size against Visium")
+    api.delete("IMAGE222")
+    again = {a.key: a for a in lib.snapshot().annotations}
+    assert set(again) == {"HILITE22", "STICKY22"} and again["STICKY22"].comment.endswith("against Visium")

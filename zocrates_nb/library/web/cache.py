@@ -16,11 +16,13 @@ import threading
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from zocrates_nb.library.base import Collection, Note, Paper
+from zocrates_nb.library.base import Annotation, Collection, Note, Paper
 from zocrates_nb.library.web.objects import (
     CACHE_SCHEMA,
     PAPER_FULLTEXT,
+    VISIBLE_ANNOTATIONS,
     VISIBLE_NOTES,
+    annotation_from_object,
     note_from_object,
     paper_from_object,
     with_text,
@@ -132,6 +134,18 @@ class WebCache:
             finally:
                 self._db.execute("COMMIT")
         return papers, notes, collections, version
+
+    def annotations(self) -> tuple[Annotation, ...]:
+        """The visible PDF annotations, with their paper (the attachment's parent), in reading order."""
+        with self._lock:
+            rows = self._db.execute(VISIBLE_ANNOTATIONS + " ORDER BY i.parent_key, i.key").fetchall()
+        found = [annotation_from_object(json.loads(obj), paper) for obj, paper in rows]
+        return tuple(sorted(found, key=lambda a: (a.attachment_key, a.sort_index, a.key)))
+
+    def get_annotation(self, key: str) -> Annotation | None:
+        with self._lock:
+            row = self._db.execute(VISIBLE_ANNOTATIONS + " AND i.key = ?", (key,)).fetchone()
+        return annotation_from_object(json.loads(row[0]), row[1]) if row else None
 
     def get_note(self, key: str) -> Note | None:
         with self._lock:

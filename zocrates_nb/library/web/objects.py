@@ -2,18 +2,28 @@
 
 ``ZoteroWebLibrary`` (library/web/source.py, the only module that imports pyzotero) keeps
 the API's JSON objects in a SQLite cache; these pure functions turn them into the
-``Note`` and ``Paper`` records the rest of the package reads.
+``Note``, ``Paper`` and ``Annotation`` records the rest of the package reads.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 
-from zocrates_nb.library.base import Note, Paper
-from zocrates_nb.records import pinned_citation_key
+from zocrates_nb.library.base import Annotation, Note, Paper
+from zocrates_nb.records import ANNOTATION_TYPES, pinned_citation_key
 
-__all__ = ["CACHE_SCHEMA", "PAPER_FULLTEXT", "VISIBLE_NOTES", "note_from_object", "paper_from_object", "with_text"]
+__all__ = [
+    "CACHE_SCHEMA",
+    "PAPER_FULLTEXT",
+    "VISIBLE_ANNOTATIONS",
+    "VISIBLE_NOTES",
+    "annotation_from_object",
+    "note_from_object",
+    "paper_from_object",
+    "with_text",
+]
 
 _YEAR_RE = re.compile(r"\b(\d{4})\b")
 
@@ -35,6 +45,40 @@ VISIBLE_NOTES = (
     "SELECT i.obj FROM items i LEFT JOIN items p ON p.key = i.parent_key "
     "WHERE i.item_type = 'note' AND i.deleted = 0 AND COALESCE(p.deleted, 0) = 0"
 )
+
+#: an annotation is visible unless it, its attachment or the attachment's paper is in the trash;
+#: its paper is the attachment's parent (``parentItem`` of an annotation is the attachment)
+VISIBLE_ANNOTATIONS = (
+    "SELECT i.obj, a.parent_key FROM items i JOIN items a ON a.key = i.parent_key "
+    "LEFT JOIN items p ON p.key = a.parent_key WHERE i.item_type = 'annotation' AND i.deleted = 0 "
+    "AND a.deleted = 0 AND COALESCE(p.deleted, 0) = 0"
+)
+_ANNOTATION_TYPE_NAMES = frozenset(ANNOTATION_TYPES.values())
+
+
+def annotation_from_object(obj: dict, paper_key: str | None) -> Annotation:
+    """A Web / local API item of ``itemType: annotation`` → ``Annotation`` (``parentItem`` is its PDF;
+    ``paper_key`` the PDF's parent). ``annotationPosition`` is a JSON string, as the API sends it."""
+    data = obj.get("data", obj)
+    kind = str(data.get("annotationType") or "highlight")
+    position = data.get("annotationPosition") or ""
+    library = obj.get("library") or {}
+    return Annotation(
+        key=data["key"],
+        attachment_key=str(data.get("parentItem") or ""),
+        annotation_type=kind if kind in _ANNOTATION_TYPE_NAMES else "highlight",
+        parent_key=paper_key or None,
+        text=str(data.get("annotationText") or ""),
+        comment=str(data.get("annotationComment") or ""),
+        color=str(data.get("annotationColor") or ""),
+        page_label=str(data.get("annotationPageLabel") or ""),
+        position=position if isinstance(position, str) else json.dumps(position),
+        sort_index=str(data.get("annotationSortIndex") or ""),
+        tags=tuple(sorted(str(t.get("tag", "")) for t in data.get("tags") or () if isinstance(t, dict))),
+        library_id=library.get("id") if isinstance(library.get("id"), int) else None,
+        version=int(data.get("version", obj.get("version", 0)) or 0),
+        date_modified=data.get("dateModified", ""),
+    )
 
 
 def note_from_object(obj: dict) -> Note:

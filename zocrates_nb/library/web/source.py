@@ -205,8 +205,9 @@ class ZoteroWebLibrary:
             failures = (("sync", f"using the cached library: {exc.message}"),)
         papers, notes, collections, version = self._cache.read()
         failures += tuple(self._refused)
+        annotations = self._cache.annotations()  # items of itemType annotation, under their PDF
         return with_valid_keys(
-            LibrarySnapshot(papers=papers, notes=notes, collections=collections, version=version, failures=failures)
+            LibrarySnapshot(papers, notes, collections, version, annotations=annotations, failures=failures)
         )
 
     def get_note(self, key: str) -> Note | None:
@@ -217,9 +218,8 @@ class ZoteroWebLibrary:
         """The cached paper, filtered like ``snapshot()``."""
         return _served(self._cache.get_paper(key) if is_safe_key(key) else None, key)
 
-    def get_annotation(self, key: str) -> Annotation | None:
-        """Annotations are not read from the Web API yet."""
-        return None
+    def get_annotation(self, key: str) -> Annotation | None:  # the cached annotation, filtered like snapshot()
+        return _served(self._cache.get_annotation(key) if is_safe_key(key) else None, key)
 
     # -- writes ---------------------------------------------------------
     def _send_write(self, doing: str, send: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
