@@ -12,12 +12,24 @@ at page N, counted from 1 (the physical page, not the printed label: "p. 289" ma
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from zocrates_nb.records import PageSpan, is_valid_key
 
-__all__ = ["open_pdf_url", "page_fields", "page_span"]
+__all__ = ["open_pdf_url", "page_fields", "page_span", "select_url"]
+
+_LIBRARY_PATH = re.compile(r"library|groups/\d+")
+
+
+def select_url(key: str | None, library: str | None) -> str | None:
+    """``zotero://select/library/items/KEY`` (or ``groups/<id>/…``): Zotero shows the item in its
+    library pane (``ZoteroProtocolHandler``'s ``select`` extension). None for the demo library (its
+    items are not in Zotero), an unknown library path or a key that is not Zotero's."""
+    if not key or not library or not is_valid_key(key) or not _LIBRARY_PATH.fullmatch(library):
+        return None
+    return f"zotero://select/{library}/items/{key}"
 
 
 def open_pdf_url(span: PageSpan, annotation_key: str | None = None) -> str | None:

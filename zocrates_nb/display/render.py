@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zocrates_nb.display.annotations import annotation_cell, annotation_title
-from zocrates_nb.display.pages import open_pdf_url, page_span
+from zocrates_nb.display.pages import open_pdf_url, page_span, select_url
 from zocrates_nb.records import INLINE_WORDS, kind_of_content_type
 
 SNIPPET_CHARS = 320
@@ -160,15 +160,21 @@ def _pages_line(hit: Any) -> str:
     return f'<small class="zc-pages">{escape(span.cite())}{link}</small><br>'
 
 
-def render_search_hit(hit: Any, position: int, pending_reason: str | None = None) -> str:
+def render_search_hit(
+    hit: Any, position: int, pending_reason: str | None = None, zotero_library: str | None = None
+) -> str:
     """One search hit as a table row: source and keys, title and citation, text, retriever ranks, score.
 
-    ``pending_reason``: why the note is not in Zotero yet (a hit from ``search --json`` carries its own)."""
+    ``pending_reason``: why the note is not in Zotero yet (a hit from ``search --json`` carries its own).
+    ``zotero_library`` ("library", "groups/<id>"): the title links to the item in Zotero."""
     if pending_reason is None and field(hit, "pending"):
         pending_reason = str(field(hit, "pending_reason") or "waiting in the outbox")
     title = escape(field(hit, "title") or "(untitled)")
     if field(hit, "kind") == "annotation":  # "Highlight on “Paper”, p. 12"
         title = escape(annotation_title(field(hit, "annotation"), field(hit, "parent_title")))
+    link = field(hit, "zotero_select") or select_url(field(hit, "key"), zotero_library)
+    if link and not pending_reason:  # a note still in the outbox is not in Zotero yet
+        title = f'<a href="{escape(link)}" title="Show in Zotero">{title}</a>'
     if field(hit, "citation"):
         title += f"<br><small>{escape(field(hit, 'citation'))}</small>"
     score = field(hit, "score")
@@ -196,6 +202,7 @@ def render_search_results(
     latency_ms: float | None = None,
     notice: str | None = None,
     pending: Mapping[str, str] | None = None,
+    zotero_library: str | None = None,
 ) -> str:
     """Search results as one sanitized HTML table (``SearchResults._repr_html_`` and any list of hits).
 
@@ -215,7 +222,9 @@ def render_search_results(
         return "".join(parts) + "<p>Nothing found.</p></div>"
     head = "".join(f"<th {_LEFT}>{name}</th>" for name in ("#", "Source", "Title", "Evidence", "Ranks", "Score"))
     pending = pending or {}
-    rows = "".join(render_search_hit(hit, i, pending.get(field(hit, "key"))) for i, hit in enumerate(hits, 1))
+    rows = "".join(
+        render_search_hit(hit, i, pending.get(field(hit, "key")), zotero_library) for i, hit in enumerate(hits, 1)
+    )
     return "".join(parts) + (
         f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
     )
@@ -223,21 +232,12 @@ def render_search_results(
 
 # --------------------------------------------------------------------------- answers and sources
 
+# fmt: off
 _SOURCE_FIELDS = (
-    "title",
-    "citation",
-    "kind",
-    "parent_title",
-    "parent_key",
-    "text",
-    "inlined",
-    "word_count",
-    "page_start",
-    "page_end",
-    "page_label_start",
-    "page_label_end",
-    "attachment_key",
+    "title", "citation", "kind", "parent_title", "parent_key", "text", "inlined", "word_count",
+    "page_start", "page_end", "page_label_start", "page_label_end", "attachment_key",
 )
+# fmt: on
 
 
 def _as_source(item: Any) -> dict[str, Any]:

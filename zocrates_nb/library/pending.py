@@ -28,6 +28,17 @@ def is_zotero_source(source: Any) -> bool:
     )
 
 
+def zotero_library_path(source: Any) -> str | None:
+    """Where a source's items live in Zotero's links: ``library`` (the user's library, desktop or Web API)
+    or ``groups/<id>`` (a Web API group library); None for the demo library, which Zotero does not hold."""
+    inner = getattr(source, "source", source) if isinstance(source, PendingOverlay) else source
+    if not is_zotero_source(inner):
+        return None
+    if getattr(inner, "library_type", "user") == "group":
+        return f"groups/{inner.library_id}"
+    return "library"
+
+
 class PendingOverlay:
     """Delegates to ``source``; adds outbox and waiting notes to ``snapshot`` and ``get_note``."""
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zocrates_nb.display.annotations import annotation_fields, annotation_label
-from zocrates_nb.display.pages import page_fields
+from zocrates_nb.display.pages import page_fields, select_url
 from zocrates_nb.errors import QueryError, ZocratesError
 from zocrates_nb.index.rank.ranking import SearchHit, prepare_query
 from zocrates_nb.protocols import EventSink, NullEventSink, SearchIndex
@@ -180,6 +180,8 @@ class SearchResults:
     latency_ms: float = 0.0
     #: hits saved here that wait in the outbox, key → why: they are not in Zotero yet
     pending: dict[str, str] = field(default_factory=dict)
+    #: "library" or "groups/<id>" for a Zotero library (hits link into it), None for the demo library
+    zotero_library: str | None = None
 
     def __len__(self) -> int:
         return len(self.hits)
@@ -215,6 +217,7 @@ class SearchResults:
                     "citation": h.citation,
                     "pending": h.key in self.pending,  # true: saved here, not yet in Zotero (outbox)
                     "pending_reason": self.pending.get(h.key),
+                    "zotero_select": select_url(h.key, self.zotero_library),  # shows the item in Zotero
                     **page_fields(h.pages),  # page_start/page_end (from 1), their labels, the open-pdf link
                     # an annotation's: type, highlighted text, comment, colour, page label, attachment, library
                     **annotation_fields(h),
@@ -239,6 +242,7 @@ class SearchResults:
             latency_ms=self.latency_ms,
             notice=self.notice,
             pending=self.pending,
+            zotero_library=self.zotero_library,
         )
 
 
@@ -251,6 +255,8 @@ class LibraryTools:
     #: keys of notes waiting in the outbox → why; set by the wiring (the tools never open the outbox),
     #: asked once per search and only when a note was found
     pending: Callable[[], Mapping[str, str]] | None = None
+    #: "library" / "groups/<id>" when the source is a Zotero library (set by the wiring), else None
+    zotero_library: str | None = None
 
     def __init__(
         self, corpus: Any, index: SearchIndex, events: EventSink | None = None, *, mode: str = "hybrid"
@@ -301,6 +307,7 @@ class LibraryTools:
             mode=mode,
             filters=dict(filters or {}),
             latency_ms=latency_ms,
+            zotero_library=self.zotero_library,
         )
         self.events.emit(
             "search",

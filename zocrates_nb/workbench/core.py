@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from zocrates_nb.diagnostics.events import EventLog
 from zocrates_nb.errors import NotFoundError
 from zocrates_nb.library.base import LibrarySource
+from zocrates_nb.library.pending import zotero_library_path
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.settings.config import ConfigStore
 from zocrates_nb.workbench.exporting import Export, export_answer
@@ -150,6 +151,7 @@ class Workbench(WorkbenchViews):
 
         tools = LibraryTools(self.corpus, self.index, self.events)
         tools.pending = self.pending_notes
+        tools.zotero_library = zotero_library_path(self.source)
         return tools
 
     @cached_property

@@ -1,0 +1,60 @@
+"""Every result from a Zotero library links back into Zotero (issue 22, item 3): ``zotero://select/…``."""
+
+from __future__ import annotations
+
+import json
+
+from tests.fakes.zotero_sqlite import ZoteroDB
+from tests.fakes.zotero_web_api import FakeZoteroAPI
+from zocrates_nb.cli import main
+from zocrates_nb.display.pages import select_url
+from zocrates_nb.display.render import render_search_results
+from zocrates_nb.library.pending import zotero_library_path
+from zocrates_nb.library.web.source import ZoteroWebLibrary
+
+
+def test_select_links_only_for_zotero_keys_and_library_paths():
+    assert select_url("ABCD2345", "library") == "zotero://select/library/items/ABCD2345"
+    assert select_url("ABCD2345", "groups/4711") == "zotero://select/groups/4711/items/ABCD2345"
+    assert select_url("ABCD2345", None) is None  # the demo library is not in Zotero
+    assert select_url("../../x", "library") is None and select_url("ABCD2345", "groups/x") is None
+
+
+def test_web_libraries_link_into_the_user_or_the_group_library(tmp_path):
+    with FakeZoteroAPI(library_id=4711, api_key="k") as api:
+        group = ZoteroWebLibrary(4711, "group", api_key="k", cache_path=tmp_path / "g.sqlite", base_url=api.base_url)
+        user = ZoteroWebLibrary(12, "user", api_key="k", cache_path=tmp_path / "u.sqlite", base_url=api.base_url)
+        try:
+            assert zotero_library_path(group) == "groups/4711" and zotero_library_path(user) == "library"
+        finally:
+            group.close()
+            user.close()
+
+
+def test_desktop_results_link_to_zotero_and_demo_results_do_not(tmp_path, demo_home, capsys):
+    zdir = tmp_path / "zotero"
+    zdir.mkdir()
+    with ZoteroDB(zdir / "zotero.sqlite", "9") as db:
+        db.add_paper("PAPER222", "Spatial transcriptomics of tissue sections", creators=[("Ann", "Lee", "author")])
+        db.add_note("NTEK2222", "<p>Tissue sections need a matched reference for deconvolution.</p>")
+    data = tmp_path / "data"
+    assert main(["--data-dir", str(data), "sync", "--zotero-dir", str(zdir)]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", str(data), "search", "tissue sections", "--mode", "lexical", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert {h["key"]: h["zotero_select"] for h in hits} == {
+        "PAPER222": "zotero://select/library/items/PAPER222",
+        "NTEK2222": "zotero://select/library/items/NTEK2222",
+    }
+    html = render_search_results(hits, query="tissue sections")
+    assert 'href="zotero://select/library/items/NTEK2222"' in html
+    assert main(["--data-dir", str(demo_home), "search", "Harmony", "--mode", "lexical", "--json"]) == 0
+    demo_hits = json.loads(capsys.readouterr().out)["hits"]
+    assert demo_hits and all(h["zotero_select"] is None for h in demo_hits)
+    assert "zotero://select" not in render_search_results(demo_hits)
+
+
+def test_a_note_waiting_in_the_outbox_is_not_linked():
+    hit = {"key": "NTEK2222", "kind": "note", "title": "t", "pending": True, "pending_reason": "Zotero closed"}
+    assert "zotero://select" not in render_search_results([hit], zotero_library="library")
+    assert "zotero://select" in render_search_results([{**hit, "pending": False}], zotero_library="library")
