@@ -54,6 +54,11 @@ def test_desktop_results_link_to_zotero_and_demo_results_do_not(tmp_path, demo_h
     assert "zotero://select" not in render_search_results(demo_hits)
 
 
+def test_an_annotation_links_to_its_paper_in_the_library_pane():
+    hit = {"key": "ANNT2222", "kind": "annotation", "parent_key": "PAPER222", "title": "Highlight"}
+    assert 'href="zotero://select/library/items/PAPER222"' in render_search_results([hit], zotero_library="library")
+
+
 def test_a_note_waiting_in_the_outbox_is_not_linked():
     hit = {"key": "NTEK2222", "kind": "note", "title": "t", "pending": True, "pending_reason": "Zotero closed"}
     assert "zotero://select" not in render_search_results([hit], zotero_library="library")

@@ -172,7 +172,8 @@ def render_search_hit(
     title = escape(field(hit, "title") or "(untitled)")
     if field(hit, "kind") == "annotation":  # "Highlight on “Paper”, p. 12"
         title = escape(annotation_title(field(hit, "annotation"), field(hit, "parent_title")))
-    link = field(hit, "zotero_select") or select_url(field(hit, "key"), zotero_library)
+    target = field(hit, "parent_key") if field(hit, "kind") == "annotation" else field(hit, "key")
+    link = field(hit, "zotero_select") or select_url(target, zotero_library)
     if link and not pending_reason:  # a note still in the outbox is not in Zotero yet
         title = f'<a href="{escape(link)}" title="Show in Zotero">{title}</a>'
     if field(hit, "citation"):

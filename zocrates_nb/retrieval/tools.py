@@ -217,7 +217,8 @@ class SearchResults:
                     "citation": h.citation,
                     "pending": h.key in self.pending,  # true: saved here, not yet in Zotero (outbox)
                     "pending_reason": self.pending.get(h.key),
-                    "zotero_select": select_url(h.key, self.zotero_library),  # shows the item in Zotero
+                    # shows the item in Zotero (an annotation: its paper; the reader link selects the annotation)
+                    "zotero_select": select_url(h.parent_key if h.kind == "annotation" else h.key, self.zotero_library),
                     **page_fields(h.pages),  # page_start/page_end (from 1), their labels, the open-pdf link
                     # an annotation's: type, highlighted text, comment, colour, page label, attachment, library
                     **annotation_fields(h),
