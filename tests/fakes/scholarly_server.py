@@ -83,6 +83,8 @@ class FakeScholarly(LoopbackServer):
         self.works = works or []
         self.arxiv = arxiv or []
         self.fail = fail or set()  # {"openalex", "arxiv"} → answer 503
+        #: DOIs that /works/doi:<doi> finds besides the search results' own (papers that exist, not returned)
+        self.known_dois: set[str] = set()
         self.requests: list[tuple[str, dict]] = []
 
     @property
@@ -113,12 +115,26 @@ class _Handler(BaseHTTPRequestHandler):
                 "group_by": [],
             }
             return self._send(200, "application/json", json.dumps(body).encode())
+        if url.path.startswith("/openalex/works/doi:"):
+            return self._work_by_doi(url.path.split("/works/doi:", 1)[1].lower())
         if url.path == "/arxiv/api/query":
             if "arxiv" in self.fake.fail:
                 return self._send(503, "text/plain", b"unavailable")
             limit = int(params.get("max_results", 10))
             return self._send(200, "application/atom+xml", arxiv_feed(self.fake.arxiv[:limit]).encode())
         self._send(404, "application/json", b'{"error": "not found"}')
+
+    def _work_by_doi(self, doi: str) -> None:
+        """OpenAlex's single-work endpoint: the work, or its 404 body for a DOI it does not know."""
+        if "openalex" in self.fake.fail:
+            return self._send(503, "application/json", b'{"error": "unavailable"}')
+        found = next((w for w in self.fake.works if (w.get("doi") or "").lower().endswith("/" + doi)), None)
+        if found is None and doi in self.fake.known_dois:
+            found = openalex_work(99, "A paper that exists", ["Ann Example"], 2020, doi, "Exists.")
+        if found is None:
+            body = {"error": "NotFoundError", "message": f"https://doi.org/{doi} is not a valid OpenAlex ID"}
+            return self._send(404, "application/json", json.dumps(body).encode())
+        return self._send(200, "application/json", json.dumps(found).encode())
 
     def _send(self, status: int, content_type: str, data: bytes) -> None:
         self.send_response(status)

@@ -14,6 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from zocrates_nb.agents.citecheck import Verification
+
 _REMOTE_IMAGE_RE = re.compile(r"!\[(?P<alt>[^\]\n]*)\]\((?P<url>[^)\s]+)(?:\s+\"[^\"\n]*\")?\)")
 _HTML_IMG_RE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 
@@ -142,6 +144,8 @@ class Answer:
     read_keys: list[str] = field(default_factory=list, repr=False)
     cited_keys: list[str] = field(default_factory=list, repr=False)
     notices: list[str] = field(default_factory=list)
+    #: every citation of ``text`` checked against this turn's evidence (``agents.citecheck``)
+    verification: Verification | None = field(default=None, repr=False)
 
     def to_json(self) -> dict:
         """The ``zocrates-nb ask --json`` shape. Evidence keeps its provenance (keys included)."""
@@ -154,6 +158,12 @@ class Answer:
             "session_id": self.session_id,
             "route": self.route,
             "notices": self.notices,
+            "citations_verified": (
+                {"verified": self.verification.verified, "cited": self.verification.cited}
+                if self.verification is not None
+                else None
+            ),
+            "citation_checks": [c.to_json() for c in self.verification.checks] if self.verification else [],
         }
 
     def _repr_markdown_(self) -> str:

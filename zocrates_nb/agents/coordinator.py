@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from zocrates_nb.agents.answer import Answer, ChatSession, Citation, Turn, TurnUsage
+from zocrates_nb.agents.citecheck import Verification, mark, summary_line, verify
 from zocrates_nb.agents.clean import StreamCleaner, clean_user_facing_synthesis
 from zocrates_nb.agents.evidence_only import citations_for, evidence_only_answer
 from zocrates_nb.agents.keys import DirectoryKeyMap, KeyDirectory, note_citation
@@ -131,6 +132,7 @@ class Coordinator:
             mode=answer.mode,
             route=answer.route,
             evidence_keys=sorted({e["key"] for e in answer.evidence if e.get("key")}),
+            **_verification_fields(answer.verification),
         )
         return answer
 
@@ -163,7 +165,7 @@ class Coordinator:
         on_token: Callable[[str], None] | None,
     ) -> Answer:
         raw, evidence, read_keys = evidence_only_answer(self.tools, question, directory)
-        text = clean_user_facing_synthesis(raw, key_map)
+        text, verification = self._checked(clean_user_facing_synthesis(raw, key_map), evidence, directory, question)
         if on_token:
             on_token(text)
         citations = [Citation(**c) for c in citations_for(evidence, directory)]
@@ -178,6 +180,7 @@ class Coordinator:
             route="library",
             read_keys=read_keys,
             cited_keys=[c.key for c in citations],
+            verification=verification,
         )
 
     # -- with a language model ----------------------------------------------------------
@@ -240,7 +243,11 @@ class Coordinator:
             citations += online_citations
         if cleaner:
             cleaner.flush()
-        text = clean_user_facing_synthesis("".join(raw_parts), key_map)
+        text, verification = self._checked(
+            clean_user_facing_synthesis("".join(raw_parts), key_map), evidence, directory, question
+        )
+        if cleaner and verification.cited:  # the marks show when the answer is rendered whole
+            cleaner.emit(footer_of(verification))
         return Answer(
             text=text,
             citations=citations,
@@ -253,7 +260,19 @@ class Coordinator:
             read_keys=read_keys,
             cited_keys=[c.key for c in citations if c.key],
             notices=notices,
+            verification=verification,
         )
+
+    def _checked(
+        self, text: str, evidence: list[dict], directory: KeyDirectory, question: str
+    ) -> tuple[str, Verification]:
+        """The answer with each citation checked against this turn's evidence: failures marked where
+        they stand, and the "Citations verified k/n" line after it."""
+        parent_keys = sorted({e["parent_key"] for e in evidence if e.get("parent_key")})
+        parents = {key: directory.describe(key) or {} for key in parent_keys}
+        resolves = getattr(self.online, "resolve_doi", None)
+        verification = verify(text, evidence, parents, question=question, doi_resolves=resolves)
+        return mark(text, verification) + (footer_of(verification) if verification.cited else ""), verification
 
     def _route(
         self,
@@ -350,3 +369,19 @@ def _mentions(text: str, title: str | None, citation: str | None) -> bool:
     if title and len(title) >= 6 and title.lower() in lowered:
         return True
     return bool(citation and citation.lower() in lowered)
+
+
+def footer_of(verification: Verification) -> str:
+    """The line an answer ends with: "*Citations verified 3/3.*" (with the reasons of any failure)."""
+    return f"\n\n*{summary_line(verification)}*"
+
+
+def _verification_fields(verification: Verification | None) -> dict:
+    """The answer event's citation figures, for the diagnostics' ``citation_checks`` view."""
+    if verification is None:
+        return {}
+    return {
+        "citations_cited": verification.cited,
+        "citations_verified": verification.verified,
+        "citation_failures": verification.failures_by_reason(),
+    }

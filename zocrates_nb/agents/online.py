@@ -10,7 +10,7 @@ instructions.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from zocrates_nb.agents.online_clients import Candidate, normalize_doi, normalize_title
@@ -107,7 +107,7 @@ class OnlineSynthesizer:
         stream_cb: Callable[[str], None] | None = None,
     ) -> OnlineResult:
         found = self.search.search(query or question, limit=self.limit * 2)
-        fresh = [c for c in found if not identity.holds(c)][: self.limit]
+        fresh = [_checked_doi(self.search, c) for c in found if not identity.holds(c)][: self.limit]
         skipped = len(found) - len([c for c in found if not identity.holds(c)])
         if not fresh:
             text = f"No new papers found online for “{query or question}”" + (
@@ -121,3 +121,12 @@ class OnlineSynthesizer:
             profile_tokens=profile_tokens,
         )
         return OnlineResult(reply.content, fresh, skipped, reply)
+
+
+def _checked_doi(search: Any, candidate: Candidate) -> Candidate:
+    """An arXiv entry's DOI is the authors' word; OpenAlex is asked whether it exists before the DOI is
+    offered (OpenAlex's own results carry DOIs it resolved). A DOI it does not know is dropped, the
+    arXiv id stays; when OpenAlex cannot be asked the DOI is kept."""
+    if candidate.source == "openalex" or not candidate.doi or not hasattr(search, "resolve_doi"):
+        return candidate
+    return replace(candidate, doi=None) if search.resolve_doi(candidate.doi) is False else candidate

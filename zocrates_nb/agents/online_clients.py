@@ -192,6 +192,22 @@ class ScholarlySearch:
             )
         return out
 
+    def resolve_doi(self, doi: str) -> bool | None:
+        """Whether OpenAlex knows ``doi`` (``/works/doi:<doi>``): True, False on its 404, None when it
+        could not be asked (offline, an error): the citation checker then says "not retrieved", not
+        "does not exist"."""
+        doi_key = normalize_doi(doi)
+        if not doi_key:
+            return False
+        params = {"mailto": self.mailto} if self.mailto else {}
+        try:
+            response = self.client().get(f"{self.openalex_url.rstrip('/')}/works/doi:{doi_key}", params=params)
+        except httpx.HTTPError:
+            return None
+        if response.status_code == 404:
+            return False
+        return True if response.status_code == 200 else None
+
     def search(self, query: str, limit: int = 10) -> list[Candidate]:
         """OpenAlex first, then arXiv; one entry per paper. Raises only when every service failed."""
         merged: list[Candidate] = []
