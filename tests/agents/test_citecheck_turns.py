@@ -23,6 +23,7 @@ from tests.fakes.openai_server import FakeOpenAI, reply
 from tests.fakes.scholarly_server import FakeScholarly, arxiv_entry, openalex_work
 from tests.fakes.scripted_model import ScriptedModel, role_of
 from zocrates_nb.agents.online_clients import ScholarlySearch
+from zocrates_nb.diagnostics import plots
 
 ONLINE_TITLE = "Spatially informed cell-type deconvolution for spatial transcriptomics"
 WORKS = [
@@ -111,6 +112,29 @@ def test_every_fabrication_is_caught_and_the_honest_citations_pass(demo_workbenc
     (event,) = stack.events_of("answer")
     assert event["citations_cited"] == len(checks) and event["citations_verified"] == len(honest)
     assert event["citation_failures"]["not_in_evidence"] == 2 and event["citation_failures"]["doi_unresolved"] == 1
+    assert event["role"] == "library_synthesizer" and event["model"] == "scripted-library_synthesizer"
+
+
+def test_the_diagnostics_give_each_models_fabrication_rate(demo_workbench):
+    with FakeScholarly(works=WORKS) as fake:
+        fake.known_dois.add(EXISTING_DOI)
+        ask(demo_workbench, FabricatingModel(), fake)
+        ask(demo_workbench, FabricatingModel(honest_only=True), fake)
+    Stack(demo_workbench, None).coordinator.ask(QUESTION)  # evidence-only: no model, all verified
+    turns = demo_workbench.diagnostics.citation_checks()
+    assert list(turns["model"]) == ["scripted-library_synthesizer"] * 2 + ["none"]
+    assert list(turns["role"]) == ["library_synthesizer"] * 2 + ["evidence_only"]
+    fabricated, honest, evidence_only = turns.to_dict("records")
+    assert fabricated["failed"] == 6 and fabricated["not_in_evidence"] == 2 and fabricated["doi_unresolved"] == 1
+    assert fabricated["quote_not_found"] == fabricated["page_not_in_evidence"] == 1
+    assert honest["failed"] == 0 < honest["cited"] and evidence_only["failed"] == 0 < evidence_only["cited"]
+    rates = demo_workbench.diagnostics.citation_rates().set_index("model")
+    scripted = rates.loc["scripted-library_synthesizer"]
+    expected = 6 / (fabricated["cited"] + honest["cited"])
+    assert scripted["turns"] == 2 and abs(scripted["fabrication_rate"] - expected) < 1e-9
+    assert rates.loc["none", "fabrication_rate"] == 0 and scripted["turns_with_failures"] == 0.5
+    figure = plots.plot_citation_checks(turns)
+    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["none", "scripted-library_synthesizer"]
 
 
 def test_an_honest_answer_verifies_fully_and_streams_what_it_shows(demo_workbench):

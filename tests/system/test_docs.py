@@ -39,3 +39,12 @@ def test_links_stay_in_the_repository_or_go_to_public_sites(page):
         path = (page.parent / target.split("#", 1)[0]).resolve()
         assert path.is_relative_to(REPO), f"{target} leaves the repository"
         assert path.exists(), f"{page.name} links to {target}, which does not exist"
+        anchor = target.split("#", 1)[1] if "#" in target else None
+        if anchor and path.suffix == ".md":
+            assert anchor in heading_anchors(path), f"{page.name} links to {target}: no such heading"
+
+
+def heading_anchors(page: Path) -> set[str]:
+    """GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#{1,6}\s+(.+?)\s*$", page.read_text(encoding="utf-8"), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}

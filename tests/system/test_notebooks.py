@@ -104,3 +104,4 @@ def test_diagnostics_notebook_plots_hit_rates_tokens_latency(tmp_path, data_dir,
     assert sum("image/png" in out.get("data", {}) for out in outputs(nb)) >= 3
     text = text_of(nb)
     assert "hit_rate" in text and "p95" in text
+    assert "fabrication_rate" in text and "not_in_evidence" in text  # the citation checks, per model

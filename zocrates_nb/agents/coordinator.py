@@ -133,6 +133,7 @@ class Coordinator:
             route=answer.route,
             evidence_keys=sorted({e["key"] for e in answer.evidence if e.get("key")}),
             **_verification_fields(answer.verification),
+            **_synthesizer(llm, answer.route),
         )
         return answer
 
@@ -385,3 +386,12 @@ def _verification_fields(verification: Verification | None) -> dict:
         "citations_verified": verification.verified,
         "citation_failures": verification.failures_by_reason(),
     }
+
+
+def _synthesizer(llm: ChatClient | None, route: str) -> dict:
+    """Which role and model wrote the answer (none for evidence-only): the diagnostics' per-model rates."""
+    if llm is None:
+        return {}
+    role = "online_synthesizer" if route == "online" else "library_synthesizer"
+    model_for = getattr(llm, "model_for", None)
+    return {"role": role, "model": model_for(role) if model_for is not None else None}

@@ -171,3 +171,25 @@ def plot_staleness(df: pd.DataFrame, limit: int = 25) -> Figure:
     ax.set_xlim(0, max(1.0, float(totals.max())) * 1.25)
     _legend(fig)
     return fig
+
+
+def plot_citation_checks(df: pd.DataFrame) -> Figure:
+    """Verified and failed citations per model, failures split by reason (from ``citation_checks()``)."""
+    fig, ax = _figure("Citations checked against the evidence")
+    if df.empty:
+        _no_data(ax, "answers")
+        return fig
+    reasons = [c for c in df.columns[list(df.columns).index("failed") + 1 :] if df[c].sum() > 0]
+    totals = df.groupby("model")[["verified", *reasons]].sum()
+    labels = list(totals.index)
+    y = range(len(labels))
+    left = pd.Series(0.0, index=totals.index)
+    for column in ("verified", *reasons):
+        values = totals[column].astype(float)
+        colour = "#059669" if column == "verified" else None
+        ax.barh(list(y), values, height=0.6, left=left, label=column.replace("_", " "), color=colour)
+        left += values
+    ax.set_yticks(list(y), labels, fontsize=8)
+    ax.set_xlabel("citations")
+    _legend(fig)
+    return fig

@@ -22,6 +22,18 @@ import pandas as pd
 
 from zocrates_nb.errors import ZocratesError
 
+#: why a citation failed (``agents.citecheck.REASONS``; kept here as names so diagnostics import no agent)
+CITATION_REASONS = (
+    "not_in_evidence",
+    "quote_not_found",
+    "quote_not_in_evidence",
+    "page_out_of_span",
+    "page_not_in_evidence",
+    "doi_not_in_evidence",
+    "doi_unresolved",
+    "citation_mismatch",
+)
+CITATION_GROUPS = ("model", "role", "mode", "route", "session")
 #: Typed columns the views rely on (from the event contract); other fields are kept by ``events()``.
 SCHEMA: dict[str, str] = {
     "ts": "TIMESTAMPTZ",
@@ -57,9 +69,13 @@ SCHEMA: dict[str, str] = {
     "mrr@10": "DOUBLE",
     "recall@5": "DOUBLE",
     "queries": "INTEGER",
-    # answer
+    # answer (role/model: the synthesizer that wrote it; none for an evidence-only answer)
     "cited_keys": "VARCHAR[]",
     "read_keys": "VARCHAR[]",
+    "route": "VARCHAR",
+    "citations_cited": "INTEGER",
+    "citations_verified": "INTEGER",
+    "citation_failures": "STRUCT(" + ", ".join(f"{reason} INTEGER" for reason in CITATION_REASONS) + ")",
 }
 TOKEN_GROUPS = ("session", "role", "model")
 
@@ -157,6 +173,24 @@ FROM ev WHERE latency_ms IS NOT NULL GROUP BY kind ORDER BY kind
 _EVAL_SQL = """
 SELECT ts, session, dataset, split, mode, "ndcg@10", "recall@100", "mrr@10", "recall@5", queries, seconds
 FROM ev WHERE kind = 'eval' ORDER BY ts
+"""
+
+
+_CITATIONS_SQL = f"""
+SELECT row_number() OVER (ORDER BY ts) AS turn, ts, session, coalesce(role, 'evidence_only') AS role,
+       coalesce(model, 'none') AS model, mode, route,
+       coalesce(citations_cited, 0) AS cited, coalesce(citations_verified, 0) AS verified,
+       coalesce(citations_cited, 0) - coalesce(citations_verified, 0) AS failed,
+       {", ".join(f"coalesce(citation_failures.{r}, 0) AS {r}" for r in CITATION_REASONS)}
+FROM ev WHERE kind = 'answer' AND citations_cited IS NOT NULL ORDER BY ts
+"""
+
+_CITATION_RATES_SQL = """
+WITH turns AS ({turns})
+SELECT {groups}, count(*) AS turns, sum(cited)::BIGINT AS cited, sum(verified)::BIGINT AS verified,
+       1 - sum(verified) / nullif(sum(cited), 0) AS fabrication_rate,
+       avg((failed > 0)::INT) AS turns_with_failures
+FROM turns GROUP BY {groups} ORDER BY {groups}
 """
 
 
@@ -287,6 +321,21 @@ class Diagnostics:
     def eval_runs(self) -> pd.DataFrame:
         """Every logged evaluation run (nDCG@10, Recall@100, MRR@10; note runs: Recall@5), oldest first."""
         return self._query(_EVAL_SQL)
+
+    def citation_checks(self) -> pd.DataFrame:
+        """One row per answer: which synthesizer (role, model) wrote it, how many citations it made, how
+        many verified against that turn's evidence, and the failures by reason (one column each)."""
+        return self._query(_CITATIONS_SQL)
+
+    def citation_rates(self, by: Sequence[str] = ("model",)) -> pd.DataFrame:
+        """Citations and the share that failed verification (``fabrication_rate``) per ``by`` group."""
+        groups = list(by)
+        if not groups or any(g not in CITATION_GROUPS for g in groups):
+            raise ZocratesError(
+                f"citation_rates(by=...) takes a non-empty subset of {CITATION_GROUPS}, not {tuple(by)}.",
+                hint='For example by=("model",) or by=("model", "role").',
+            )
+        return self._query(_CITATION_RATES_SQL.format(turns=_CITATIONS_SQL, groups=", ".join(groups)))
 
     def close(self) -> None:
         self._con.close()
