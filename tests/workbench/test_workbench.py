@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -23,7 +24,9 @@ def test_save_answer_as_child_note_is_searchable_at_once(demo_workbench):
     manifest = wb.corpus.manifest(saved.key)
     assert manifest["parent_key"] == paper.key and manifest["title"] == "RCTD full mode rationale (saved answer)"
     note = wb.source.get_note(saved.key)
-    assert note.html.startswith('<div data-schema-version="') and "<h1>" in note.html  # Zotero note HTML
+    # Zotero note HTML: the wrapper lists the cited papers first (attributes sorted, as the note editor writes)
+    assert re.match(r'<div data-citation-items="[^"]+" data-schema-version="\d+">', note.html) and "<h1>" in note.html
+    assert 'class="citation"' in note.html  # the evidence-only answer's paper citations are live
     hits = wb.search("RCTD full mode rationale saved answer", k=5)
     assert saved.key in hits.keys()
     assert f"[Note Key: {saved.key}, Parent Paper Key: {paper.key}]" in hits.evidence_text

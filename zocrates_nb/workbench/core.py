@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.diagnostics.events import EventLog
 from zocrates_nb.errors import NotFoundError
+from zocrates_nb.export.zotero_note import NoteCitations
 from zocrates_nb.library.base import LibrarySource
 from zocrates_nb.library.pending import zotero_library_path
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.settings.config import ConfigStore
+from zocrates_nb.workbench.citing import note_with_citations
 from zocrates_nb.workbench.exporting import Export, export_answer
-from zocrates_nb.workbench.saving import SavedNote, answer_note, push_outbox_on_sync, save_note, session_note
+from zocrates_nb.workbench.saving import SavedNote, push_outbox_on_sync, save_note
 from zocrates_nb.workbench.views import WorkbenchViews
 
 if TYPE_CHECKING:
@@ -266,20 +268,14 @@ class Workbench(WorkbenchViews):
         sources: Sequence[str] = (),
         collection_key: str | None = None,
         parent_key: str | None = None,
+        citations: NoteCitations | None = None,
     ) -> SavedNote:
         """Write a Zotero note (HTML) and make it searchable at once; returns where it went (``SavedNote``).
 
         A note is a child of a paper (``parent_key``) or standalone, optionally in a collection. The demo
         library writes at once; a Zotero library goes through the outbox first (see ``saving.py``)."""
-        return save_note(
-            self,
-            title,
-            markdown,
-            sources=sources,
-            collection_key=collection_key,
-            parent_key=parent_key,
-            lock=self._lock,
-        )
+        where = {"collection_key": collection_key, "parent_key": parent_key}
+        return save_note(self, title, markdown, sources=sources, lock=self._lock, citations=citations, **where)
 
     def save_answer(
         self,
@@ -289,9 +285,12 @@ class Workbench(WorkbenchViews):
         parent_key: str | None = None,
         title: str | None = None,
     ) -> SavedNote:
-        """Save one answer as a note (title: the question, unless given; sources: its citations)."""
-        title, markdown, sources = answer_note(answer, title)
-        return self.save_note(title, markdown, sources=sources, collection_key=collection_key, parent_key=parent_key)
+        """Save one answer as a note (title: the question, unless given; sources: its citations), each
+        verified citation of a library paper as a live Zotero citation."""
+        title, markdown, sources, cited = note_with_citations(self, answer, title)
+        return self.save_note(
+            title, markdown, sources=sources, collection_key=collection_key, parent_key=parent_key, citations=cited
+        )
 
     def save_session(
         self,
@@ -302,8 +301,10 @@ class Workbench(WorkbenchViews):
         title: str | None = None,
     ) -> SavedNote:
         """Save a whole chat session as one note, a section per question (refused while it has no answer)."""
-        title, markdown, sources = session_note(session, title)
-        return self.save_note(title, markdown, sources=sources, collection_key=collection_key, parent_key=parent_key)
+        title, markdown, sources, cited = note_with_citations(self, session, title, session=True)
+        return self.save_note(
+            title, markdown, sources=sources, collection_key=collection_key, parent_key=parent_key, citations=cited
+        )
 
     def export(self, answer: Answer, fmt: str = "markdown", path: str | Path | None = None) -> Export:
         """``answer`` for writing: ``markdown`` (Pandoc/Quarto, ``[@citekey]``, a ``.bib`` beside it),

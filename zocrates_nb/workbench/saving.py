@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 from zocrates_nb.errors import LibraryReadOnlyError, NotFoundError, ZocratesError
+from zocrates_nb.export.zotero_note import NoteCitations
 from zocrates_nb.library.writing.choice import choose_writers, usable_writers, writer_summary
 from zocrates_nb.library.writing.note_writers import NoteWriter, WriterUnavailable
 from zocrates_nb.library.writing.outbox import Outbox, OutboxEntry
@@ -180,14 +181,25 @@ def _title_from(question: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-def answer_note(answer: Any, title: str | None = None) -> tuple[str, str, list[str]]:
-    """(title, Markdown, sources) of the note that saves one answer: the question is the default title."""
+def _as_written(answer: Any) -> str:
+    return str(answer.text)
+
+
+def answer_note(
+    answer: Any, title: str | None = None, *, text_of: Callable[[Any], str] = _as_written
+) -> tuple[str, str, list[str]]:
+    """(title, Markdown, sources) of the note that saves one answer: the question is the default title.
+
+    ``text_of(answer)``: the answer's Markdown as it goes into the note (``citing.hold_citations``
+    holds its citations for Zotero's citation spans)."""
     question = getattr(answer, "question", "") or "Answer"
     sources = [c.title if hasattr(c, "title") else str(c) for c in getattr(answer, "citations", [])]
-    return title or _title_from(question), answer.text, sources
+    return title or _title_from(question), text_of(answer), sources
 
 
-def session_note(session: Any, title: str | None = None) -> tuple[str, str, list[str]]:
+def session_note(
+    session: Any, title: str | None = None, *, text_of: Callable[[Any], str] = _as_written
+) -> tuple[str, str, list[str]]:
     """(title, Markdown, sources) of the note that saves a chat session: one section per question."""
     turns = list(getattr(session, "turns", []))
     if not turns:
@@ -195,7 +207,7 @@ def session_note(session: Any, title: str | None = None) -> tuple[str, str, list
     parts, sources = [], []
     for turn in turns:
         answer = turn.answer
-        parts.append(f"## {turn.question.strip()}\n\n{answer.text.strip()}\n")
+        parts.append(f"## {turn.question.strip()}\n\n{text_of(answer).strip()}\n")
         sources += [c.title if hasattr(c, "title") else str(c) for c in getattr(answer, "citations", [])]
     first = turns[0].question
     return title or f"Chat session: {_title_from(first)}", "\n".join(parts), list(dict.fromkeys(sources))
@@ -213,12 +225,13 @@ def save_note(
     collection_key: str | None = None,
     parent_key: str | None = None,
     lock: AbstractContextManager[Any],
+    citations: NoteCitations | None = None,
 ) -> SavedNote:
     """``Workbench.save_note``: the demo library writes at once; a Zotero library goes outbox-first.
 
     ``wb`` gives the source, corpus, paths, config and events; ``lock`` is held while the library and
-    the corpus change (the workbench's sync lock)."""
-    from zocrates_nb.convert.note_html import render_note_html
+    the corpus change (the workbench's sync lock); ``citations``: the Zotero citations held in
+    ``markdown`` (``citing.hold_citations``), written as the note editor writes them."""
     from zocrates_nb.library.pending import is_zotero_source
 
     if collection_key and parent_key:
@@ -226,8 +239,8 @@ def save_note(
             "A note is either a child of a paper or standalone in a collection, not both.",
             "Pass parent_key= for a child note, or collection_key= for a standalone note.",
         )
+    html = _note_html(title, markdown, sources, citations)
     if is_zotero_source(wb.source):
-        html = render_note_html(title, markdown, sources)
         return _save_to_zotero(wb, title, html, parent_key, collection_key, lock)
     if not getattr(wb.source, "writable", False):
         raise LibraryReadOnlyError(
@@ -235,7 +248,6 @@ def save_note(
             "Use the demo library or a Zotero Web/local API source to save notes.",
         )
     names = _collection_names(wb, collection_key)
-    html = render_note_html(title, markdown, sources)
     started = time.perf_counter()
     with lock:
         note = wb.source.create_note(
@@ -251,6 +263,14 @@ def save_note(
         latency_ms=round((time.perf_counter() - started) * 1000, 3),
     )
     return SavedNote(note.key, title, parent_key, collection_key, where)
+
+
+def _note_html(title: str, markdown: str, sources: Sequence[str], citations: NoteCitations | None) -> str:
+    from zocrates_nb.convert.note_html import render_note_html
+    from zocrates_nb.sanitize import sanitize_note_html
+
+    html = render_note_html(title, markdown, sources)
+    return sanitize_note_html(citations.fill(html)) if citations is not None else html
 
 
 def _save_to_zotero(

@@ -64,6 +64,8 @@ class Mention:
     explicit: bool = False
     #: where a failure is marked: after the whole "(A, 2020; B, 2021)" for a part of one
     mark_at: int | None = None
+    #: the "(Author et al., Year, p. N)" it stands in, parentheses included: what a Zotero citation replaces
+    paren: tuple[int, int] | None = None
 
 
 def find_mentions(text: str) -> list[Mention]:
@@ -129,6 +131,8 @@ def _attach_tail(text: str, mention: Mention) -> None:
     if cited is not None and (parsed := _citation_part(cited.group("inner").split(";")[0])) is not None:
         mention.author_year, page = parsed
         mention.page = mention.page or page
+        if ";" not in cited.group("inner"):  # a lone citation; a group "(A, 2020; B, 2021)" stays text
+            mention.paren = (mention.end + cited.start(), mention.end + cited.end())
         mention.explicit, mention.end = True, mention.end + cited.end()
     elif (narrative := _NARRATIVE.match(rest, at)) is not None:
         mention.author_year = author_year(f"{narrative.group('who')}, {narrative.group('year')}")
@@ -181,6 +185,7 @@ def _parenthetical(text: str) -> list[Mention]:
                         author_year=parsed[0],
                         page=parsed[1],
                         mark_at=match.end(),
+                        paren=(match.start(), match.end()),
                     )
                 )
             offset += len(part) + 1

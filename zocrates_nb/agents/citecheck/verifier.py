@@ -51,6 +51,8 @@ class CitationCheck:
     reason: str | None = None
     start: int = field(default=0, repr=False)
     end: int = field(default=0, repr=False)
+    #: where its "(Author, Year, p. N)" stands in the text (Save as Note makes it a Zotero citation)
+    paren: tuple[int, int] | None = field(default=None, repr=False)
 
     @property
     def verified(self) -> bool:
@@ -58,7 +60,7 @@ class CitationCheck:
 
     def to_json(self) -> dict:
         record = asdict(self)
-        del record["start"], record["end"]
+        del record["start"], record["end"], record["paren"]
         return record
 
 
@@ -204,6 +206,7 @@ def _resolved_check(mention: Mention, source: Source | None, kind: str) -> Citat
         page=mention.page,
         start=mention.start,
         end=mention.mark_at or mention.end,
+        paren=mention.paren,
     )
     if source is None:
         check.reason = "not_in_evidence"

@@ -204,7 +204,22 @@ def _settings(conn: sqlite3.Connection) -> dict:
         if settings
         else None,
         "user_id": one("SELECT value FROM settings WHERE setting = 'account' AND key = 'userID'") if settings else None,
+        # the item URIs of a library never synced: http://zotero.org/users/local/<localUserKey>/items/<KEY>
+        "local_user_key": one("SELECT value FROM settings WHERE setting = 'account' AND key = 'localUserKey'")
+        if settings
+        else None,
     }
+
+
+def zotero_account(sqlite_path: Path) -> dict:
+    """The account settings and group ids of a ``zotero.sqlite`` (``user_id``, ``local_user_key``,
+    ``groups``), read in place when it can be (read-only) and from a copy while Zotero holds its lock."""
+    try:
+        with closing(sqlite3.connect(f"{Path(sqlite_path).resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            conn.text_factory = lambda b: b.decode("utf-8", "replace")
+            return _settings(conn)
+    except sqlite3.Error:  # Zotero running (exclusive lock): read a copy, as detection does
+        return read_zotero_db(Path(sqlite_path))
 
 
 def _synced_counts(conn: sqlite3.Connection, sqlite_path: Path) -> dict:
@@ -251,6 +266,7 @@ def detect(home: Path | None = None, *, port: int | None = None, probe: bool = T
             continue
         user_id = info.pop("user_id")
         info.pop("groups")
+        info.pop("local_user_key")
         found.append(
             DetectedLibrary(
                 str(folder),
