@@ -63,3 +63,31 @@ def test_a_note_waiting_in_the_outbox_is_not_linked():
     hit = {"key": "NTEK2222", "kind": "note", "title": "t", "pending": True, "pending_reason": "Zotero closed"}
     assert "zotero://select" not in render_search_results([hit], zotero_library="library")
     assert "zotero://select" in render_search_results([{**hit, "pending": False}], zotero_library="library")
+
+
+def test_an_answers_sources_link_into_zotero_in_the_chat_panel(tmp_path):
+    """The chat panel's sources (and ``Answer._repr_html_``): each title shows the item in Zotero, and a
+    passage read from a PDF opens it at its page; a note still in the outbox and the demo library get none."""
+    from zocrates_nb.agents.coordinator import Coordinator
+    from zocrates_nb.display.answers import answer_sources, render_sources
+    from zocrates_nb.workbench.core import Workbench
+
+    zdir = tmp_path / "zotero"
+    zdir.mkdir()
+    with ZoteroDB(zdir / "zotero.sqlite", "9") as db:
+        db.add_paper("PAPER222", "Spatial transcriptomics of tissue sections", creators=[("Ann", "Lee", "author")])
+        db.add_note("NTEK2222", "<p>Tissue sections need a matched reference for deconvolution.</p>")
+    wb = Workbench(tmp_path / "data", zotero_dir=zdir, progress=False)
+    try:
+        wb.sync(progress=False)
+        answer = Coordinator(wb.tools, wb.config, None, wb.events).ask("tissue sections reference deconvolution")
+    finally:
+        wb.close()
+    links = {e["key"]: e["zotero_select"] for e in answer.evidence}
+    assert links == {k: f"zotero://select/library/items/{k}" for k in ("PAPER222", "NTEK2222")}
+    html = render_sources(answer_sources(answer))
+    assert html.count('class="zc-zotero-select" href="zotero://select/library/items/') == 2
+    assert 'href="zotero://select/library/items/NTEK2222"' in answer._repr_html_()
+    page = {"title": "P", "kind": "paper", "page_start": 3, "page_end": 3, "attachment_key": "ATTACH22"}
+    assert 'href="zotero://open-pdf/library/items/ATTACH22?page=3"' in render_sources([page])
+    assert "zotero://" not in render_sources([{"title": "Demo note", "kind": "note"}])

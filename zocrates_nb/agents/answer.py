@@ -177,7 +177,7 @@ class Answer:
         return inert_markdown(safe_links(without_remote_images("\n".join(lines))))
 
     def _repr_html_(self) -> str:
-        from zocrates_nb.display.render import render_answer  # sanitizes through zocrates_nb.sanitize
+        from zocrates_nb.display.answers import render_answer  # sanitizes through zocrates_nb.sanitize
 
         view = {
             "text": without_remote_images(self.text),

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from zocrates_nb.agents.keys import KeyDirectory, note_citation
-from zocrates_nb.agents.library_agent import hit_evidence
+from zocrates_nb.agents.library_agent import hit_evidence, library_of
 from zocrates_nb.display.annotations import annotation_label
 from zocrates_nb.display.pages import page_span
 
@@ -96,7 +96,7 @@ def evidence_only_answer(
     read_keys: list[str] = []
     seen: set[str] = set()
     for hit in getattr(results, "hits", []):
-        item = hit_evidence(hit, query=question, step=1)
+        item = hit_evidence(hit, query=question, step=1, zotero_library=library_of(results, hit))
         directory.remember(
             item["key"],
             kind=item["kind"],

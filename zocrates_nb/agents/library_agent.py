@@ -17,7 +17,7 @@ from typing import Any
 from zocrates_nb.agents.keys import KeyDirectory
 from zocrates_nb.agents.prompting import evidence_preamble, system_prompt, wrap_evidence
 from zocrates_nb.display.annotations import annotation_title
-from zocrates_nb.display.pages import page_fields, page_span
+from zocrates_nb.display.pages import page_fields, page_span, select_url
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.protocols import ChatClient
 from zocrates_nb.records import INLINE_WORDS
@@ -47,8 +47,9 @@ def tool_specs(tools: Any) -> list[dict]:
     return list(specs)
 
 
-def hit_evidence(hit: Any, *, query: str, step: int) -> dict:
-    """A search hit as an evidence record with provenance."""
+def hit_evidence(hit: Any, *, query: str, step: int, zotero_library: str | None = None) -> dict:
+    """A search hit as an evidence record with provenance; ``zotero_library`` ("library", "groups/<id>")
+    gives it the link that shows the item (an annotation: its paper) in Zotero."""
     get = (
         (lambda name, default=None: hit.get(name, default))
         if isinstance(hit, dict)
@@ -77,6 +78,7 @@ def hit_evidence(hit: Any, *, query: str, step: int) -> dict:
         "inlined": get("kind") == "note" and word_count is not None and word_count < INLINE_WORDS,
         # a paper chunk from its PDF: page_start/page_end, their labels, the attachment and its open-pdf link
         **page_fields(page_span(hit), get("key") if annotation is not None else None),
+        "zotero_select": select_url(get("parent_key") if annotation is not None else get("key"), zotero_library),
         # a PDF annotation's marks (the highlighted text, the comment, the colour, the library)
         **({"annotation": dict(annotation)} if annotation is not None else {}),
     }
@@ -180,7 +182,7 @@ class LibrarySearchAgent:
             k = max(1, min(int(arguments.get("k") or 8), 20))
             results = self.tools.search_corpus(query, k=k, filters=arguments.get("filters") or None)
             for hit in getattr(results, "hits", []):
-                item = hit_evidence(hit, query=query, step=step)
+                item = hit_evidence(hit, query=query, step=step, zotero_library=library_of(results, hit))
                 self.directory.remember(
                     item["key"],
                     kind=item["kind"],
@@ -215,6 +217,12 @@ class LibrarySearchAgent:
             }
         )
         return text
+
+
+def library_of(results: Any, hit: Any) -> str | None:
+    """Where the hit's item is in Zotero; None for a note still in the outbox (not in Zotero yet)."""
+    pending = getattr(results, "pending", None) or {}
+    return None if getattr(hit, "key", None) in pending else getattr(results, "zotero_library", None)
 
 
 def select_evidence(evidence: list[dict], limit_chars: int = MAX_EVIDENCE_CHARS) -> list[dict]:

@@ -15,7 +15,7 @@ JupyterLab's MathJax (or the ``HTMLMath`` widget) can typeset it.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +80,7 @@ def _word_count(item: Any, *, count_text: bool = False) -> int | None:
     return len(text.split()) if isinstance(text, str) and text.strip() else None
 
 
-def _is_inlined(item: Any, *, count_text: bool = False) -> bool:
+def is_inlined(item: Any, *, count_text: bool = False) -> bool:
     """A short note is shown whole, as the agents' evidence text quotes it (``INLINE_WORDS``)."""
     explicit = field(item, "inlined")
     if explicit is not None:
@@ -100,7 +100,7 @@ def _badge(text: str) -> str:
     return f'<span class="zc-badge">{escape(text)}</span>'
 
 
-def _muted(text: str) -> str:
+def muted(text: str) -> str:
     return f'<span class="zc-muted" style="opacity:0.7">{escape(text)}</span>'
 
 
@@ -122,7 +122,7 @@ def _source_cell(hit: Any, pending_reason: str | None = None) -> str:
     if pending_reason is not None:
         cell += (
             f'<br><small class="zc-pending" style="color:#8a5a00" title="{escape(pending_reason)}">'
-            f"not yet in Zotero</small> {_muted(snippet(pending_reason, 120))}"
+            f"not yet in Zotero</small> {muted(snippet(pending_reason, 120))}"
         )
     return cell
 
@@ -130,10 +130,10 @@ def _source_cell(hit: Any, pending_reason: str | None = None) -> str:
 def _evidence_cell(hit: Any) -> str:
     """The whole text of an inlined note, else an excerpt (and how to read a long note in full)."""
     text = field(hit, "text") or ""
-    if _is_inlined(hit, count_text=True):
+    if is_inlined(hit, count_text=True):
         return (
             f'<blockquote class="zc-inlined" style="margin:0;border-left:3px solid #ccc;padding-left:6px">'
-            f"{markdown_to_html(text)}</blockquote>{_muted('inlined (short note)')}"
+            f"{markdown_to_html(text)}</blockquote>{muted('inlined (short note)')}"
         )
     if field(hit, "kind") == "annotation":
         return annotation_cell(hit)
@@ -215,7 +215,7 @@ def render_search_results(
     facts = [part for part in (mode, None if latency_ms is None else f"{latency_ms:.0f} ms") if part]
     parts = [
         '<div class="zocrates-search zc-results" style="font-size:0.9em">',
-        f"<p><b>{len(hits)}</b> {heading}" + (f" {_muted('(' + ', '.join(facts) + ')')}" if facts else "") + "</p>",
+        f"<p><b>{len(hits)}</b> {heading}" + (f" {muted('(' + ', '.join(facts) + ')')}" if facts else "") + "</p>",
     ]
     if notice:
         parts.append(f'<p style="color:#8a5a00">{escape(notice)}</p>')
@@ -229,97 +229,6 @@ def render_search_results(
     return "".join(parts) + (
         f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
     )
-
-
-# --------------------------------------------------------------------------- answers and sources
-
-# fmt: off
-_SOURCE_FIELDS = (
-    "title", "citation", "kind", "parent_title", "parent_key", "text", "inlined", "word_count",
-    "page_start", "page_end", "page_label_start", "page_label_end", "attachment_key",
-)
-# fmt: on
-
-
-def _as_source(item: Any) -> dict[str, Any]:
-    return {name: field(item, name) for name in _SOURCE_FIELDS if field(item, name) is not None}
-
-
-def answer_sources(answer: Any) -> list[dict[str, Any]]:
-    """What an answer rests on: its citations (with the evidence text behind each, so inlined notes
-    show), else the evidence it read — one entry per document, in order."""
-    evidence: dict[str, dict[str, Any]] = {}
-    for item in field(answer, "evidence") or []:
-        key = field(item, "key") or field(item, "title")
-        if not key:
-            continue
-        entry = evidence.setdefault(key, {})
-        for name, value in _as_source(item).items():
-            if name != "text":
-                entry.setdefault(name, value)
-            elif not entry.get("inlined"):
-                entry["text"] = value  # a later read_document passage beats a search excerpt
-    citations = list(field(answer, "citations") or [])
-    if not citations:
-        return list(evidence.values())
-    merged = []
-    for citation in citations:
-        source = dict(evidence.get(field(citation, "key") or "", {}))
-        source.update(_as_source(citation))
-        merged.append(source)
-    return merged
-
-
-def render_source(item: Any) -> str:
-    """One source: title, kind, citation / parent paper, and the note text when it was inlined.
-
-    Keys are never shown: in the chat the researcher sees titles, not Zotero internals.
-    """
-    kind = field(item, "kind")
-    parent_title = field(item, "parent_title")
-    title = field(item, "title") or field(item, "label") or "(untitled)"
-    label = kind_label(kind, parent_title or field(item, "parent_key"))
-    citation = str(field(item, "citation") or "")
-    # a note's citation already says "note" / "note on Cable et al., 2022": do not repeat the kind
-    meta = [citation] if citation.lower().startswith("note") else [label] + ([citation] if citation else [])
-    if parent_title and not citation.lower().startswith("note on"):
-        meta.append(f"on “{parent_title}”")
-    if _is_inlined(item):
-        meta.append("inlined")
-    span = page_span(item)
-    if span is not None:
-        meta.append(span.cite())
-    text = field(item, "text") or field(item, "excerpt") or field(item, "snippet")
-    body = ""
-    if text:
-        inner = markdown_to_html(text if _is_inlined(item) else snippet(text))
-        body = f'<blockquote class="zc-source-text">{inner}</blockquote>'
-    return f'<li class="zc-source"><strong>{escape(title)}</strong> {_muted(" · ".join(meta))}{body}</li>'
-
-
-def render_sources(items: Iterable[Any], *, open_: bool = False) -> str:
-    """An expandable ``<details>`` list of sources (empty string when there are none)."""
-    items = list(items)
-    if not items:
-        return ""
-    rows = "".join(render_source(item) for item in items)
-    noun = "source" if len(items) == 1 else "sources"
-    return (
-        f'<details class="zc-sources"{" open" if open_ else ""}>'
-        f"<summary>{len(items)} {noun}</summary><ul>{rows}</ul></details>"
-    )
-
-
-def render_answer_body(text: str | None) -> str:
-    """The answer text: Markdown → sanitized HTML (an evidence-only answer carries its own label)."""
-    return markdown_to_html(text or "")
-
-
-def render_answer(answer: Any) -> str:
-    """A whole answer for ``Answer._repr_html_``: body and expandable sources."""
-    mode = escape(field(answer, "mode") or "")
-    body = render_answer_body(field(answer, "text"))
-    return f'<div class="zc-answer" data-mode="{mode}">{body}{render_sources(answer_sources(answer))}</div>'
 
 
 # --------------------------------------------------------------------------- bundles
@@ -351,8 +260,8 @@ def render_bundle(manifest: Mapping[str, Any], markdown: str) -> str:
         abstract = f'<p class="zc-abstract"><em>Abstract ({escape(source)}):</em> {escape(manifest["abstract"])}</p>'
     return (
         f'<div class="zc-bundle"><h3>{escape(title)}</h3>'
-        f"<p>{_muted(' · '.join(facts))}<br>{_muted(' · '.join(provenance))}"
-        f"{' · ' + _muted('key ' + str(manifest['key'])) if manifest.get('key') else ''}</p>"
+        f"<p>{muted(' · '.join(facts))}<br>{muted(' · '.join(provenance))}"
+        f"{' · ' + muted('key ' + str(manifest['key'])) if manifest.get('key') else ''}</p>"
         f'{abstract}<div class="zc-bundle-content">{markdown_to_html(markdown)}</div></div>'
     )
 

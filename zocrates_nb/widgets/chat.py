@@ -23,7 +23,7 @@ import anywidget
 import ipywidgets as widgets
 import traitlets
 
-from zocrates_nb.display import render  # the one renderer (zocrates_nb.display.render)
+from zocrates_nb.display import answers, render  # the renderers (zocrates_nb.display.render, .answers)
 from zocrates_nb.errors import ZocratesError
 
 # the collection / parent-paper pickers (and their constants) live in save_destination.py (issue 12)
@@ -362,8 +362,8 @@ class _AssistantBubble:
             self.body.value = render.markdown_to_html("".join(self.buffer))
 
     def finish(self, answer: Any) -> None:
-        self.body.value = render.render_answer_body(getattr(answer, "text", ""))
-        self.sources.value = render.render_sources(render.answer_sources(answer))
+        self.body.value = answers.render_answer_body(getattr(answer, "text", ""))
+        self.sources.value = answers.render_sources(answers.answer_sources(answer))
         answer_number = len(self.panel.answers)  # this answer's index once appended
         self.panel.suggest_parent(answer)
         self.save_button.disabled = False
