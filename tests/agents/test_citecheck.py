@@ -98,6 +98,17 @@ def test_honest_citations_verify(text):
     assert verification.verified == verification.cited, [c.to_json() for c in verification.failures]
 
 
+def test_square_brackets_cite_like_parentheses_but_links_and_headers_do_not():
+    assert reasons("RCTD fits types per spot [Cable et al., 2022, p. 3].") == [None]
+    assert reasons("RCTD fits types per spot [Doe et al., 2020].") == ["not_in_evidence"]
+    assert check("See [Cable et al., 2022](https://example.org/x).").cited == 0
+
+
+def test_a_paper_named_by_a_note_but_presented_as_read_is_not_in_evidence():
+    """Only where the answer says whose words it reports does a second-hand citation pass."""
+    assert reasons("Cell2location is best, as Kleshchevnikov et al. (2022) show.") == ["not_in_evidence"]
+
+
 def test_a_paper_named_only_inside_a_retrieved_note_resolves_to_that_note():
     """The answer reports what was read: "your note cites Kleshchevnikov et al., 2022" is honest."""
     (only,) = check("Your note points to Kleshchevnikov et al. (2022) for cell2location.").checks

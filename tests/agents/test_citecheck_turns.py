@@ -193,3 +193,17 @@ def test_resolve_doi_tells_unknown_from_unreachable():
     with FakeScholarly(fail={"openalex"}) as fake:
         assert online_client(fake).resolve_doi("10.1038/s41587-022-01273-7") is None
     assert ScholarlySearch(openalex_url="http://127.0.0.1:9", timeout_s=0.5).resolve_doi("10.1/x") is None
+
+
+def test_the_citation_benchmark_runs_and_separates_honest_from_fabricated(demo_workbench):
+    """benchmarks/bench_citecheck.py on three dev questions (its figures are in docs/writing.md)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_citecheck.py"
+    spec = importlib.util.spec_from_file_location("bench_citecheck", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    figures = bench.run(demo_workbench, "dev", 3)
+    assert figures["questions"] == 3 and len(figures["honest"]) >= 8 and len(figures["fabricated"]) >= 6
+    assert figures["honest_rate"] == 1.0 and figures["caught_rate"] == 1.0, figures["misses"]

@@ -34,6 +34,8 @@ _EMPHASIS = re.compile(r"(?<![*\w])(?P<mark>\*\*|\*|__|_)(?P<inner>[^*_\n]{3,300
 _CURLY = re.compile(r"“(?P<inner>[^”\n]{2,400})”")
 _STRAIGHT = re.compile(r'(?<![\w"])"(?P<inner>[^"\n]{8,400})"(?![\w"])')
 _PAREN = re.compile(r"\((?P<inner>[^()\n]{4,240})\)")
+# [Cable et al., 2022] — square brackets, but not a Markdown link's text or a provenance header
+_BRACKETS = re.compile(r"\[(?P<inner>[^\[\]\n]{4,240})\](?![(\[])")
 _SURNAME = r"[^\W\d_][^\W\d_'’\-]*(?:[-'’][^\W\d_]+)*"
 _NARRATIVE = re.compile(
     rf"(?P<who>{_SURNAME}(?:\s+et\s+al\.?|\s+(?:&|and)\s+{_SURNAME})?)\s+\((?P<year>(?:1[5-9]|20)\d\d[a-z]?)"
@@ -168,9 +170,9 @@ def _narrative(text: str) -> list[Mention]:
 
 
 def _parenthetical(text: str) -> list[Mention]:
-    """(Cable et al., 2022; Ståhl et al., 2016, p. 3): one mention per part."""
+    """(Cable et al., 2022; Ståhl et al., 2016, p. 3) or [Cable et al., 2022]: one mention per part."""
     out = []
-    for match in _PAREN.finditer(text):
+    for match in [*_PAREN.finditer(text), *_BRACKETS.finditer(text)]:
         offset = match.start("inner")
         for part in match.group("inner").split(";"):
             parsed = _citation_part(part)

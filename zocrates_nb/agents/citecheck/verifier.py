@@ -13,6 +13,7 @@ Pure: the evidence records and, optionally, a DOI resolver (the online client) c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
@@ -51,6 +52,8 @@ class CitationCheck:
     reason: str | None = None
     start: int = field(default=0, repr=False)
     end: int = field(default=0, repr=False)
+    #: resolved only because a retrieved passage names it ("your note cites Smith et al., 2019")
+    secondhand: bool = False
     #: where its "(Author, Year, p. N)" stands in the text (Save as Note makes it a Zotero citation)
     paren: tuple[int, int] | None = field(default=None, repr=False)
 
@@ -126,6 +129,7 @@ def verify(
     for mention in quotes:  # after the citations: a quote may stand before the citation it belongs to
         if normalize_text(mention.quote) != asked:
             checks.append(_check_quote(text, mention, resolved_at, index))
+    _vouch_for_secondhand(text, checks)
     return Verification(sorted(checks, key=lambda check: check.start))
 
 
@@ -173,7 +177,9 @@ def _check_citation(
         return _check_doi(mention, index, doi_resolves)
     if mention.kind == "author_year":
         found = index.by_author_year(mention.author_year)
-        source = _best_for_page(found, mention.page) or index.mentioned_in_passage(mention)
+        source = _best_for_page(found, mention.page)
+        if source is None and (named_by := index.mentioned_in_passage(mention)) is not None:
+            return _secondhand(_resolved_check(mention, named_by, "author_year"))
         return _resolved_check(mention, source, "author_year")
     return _check_title(mention, index)
 
@@ -186,7 +192,10 @@ def _check_title(mention: Mention, index: _Index) -> CitationCheck | None:
         return None  # *emphasis* that names no source is not a citation
     if source is None:
         named = index.by_author_year(mention.author_year)
-        check = _resolved_check(mention, index.mentioned_in_passage(mention), mention.kind)
+        named_by = index.mentioned_in_passage(mention)
+        check = _resolved_check(mention, named_by, mention.kind)
+        if named_by is not None:
+            return _secondhand(check)
         if named and not check.resolved:
             check.reason = "citation_mismatch"
         return check
@@ -194,6 +203,28 @@ def _check_title(mention: Mention, index: _Index) -> CitationCheck | None:
     if mention.author_year and source.author_year and mention.author_year != source.author_year:
         check.reason = "citation_mismatch"
     return check
+
+
+def _secondhand(check: CitationCheck) -> CitationCheck:
+    check.secondhand = True
+    return check
+
+
+def _vouch_for_secondhand(text: str, checks: list[CitationCheck]) -> None:
+    """A paper that only a retrieved passage names is cited honestly where the answer says whose words
+    it reports ("your note cites …", or that passage's own citation in the same paragraph); elsewhere it
+    is presented as read, and it was not."""
+    for check in checks:
+        if not check.secondhand:
+            continue
+        start, end = paragraph_of(text, check.start)
+        paragraph = text[start:end]
+        vouched = any(
+            other.key == check.key and not other.secondhand and other.resolved and start <= other.start < end
+            for other in checks
+        ) or (check.kind == "note" and re.search(r"\bnotes?\b", paragraph, re.IGNORECASE) is not None)
+        if not vouched:
+            check.resolved, check.key, check.reason = False, None, "not_in_evidence"
 
 
 def _resolved_check(mention: Mention, source: Source | None, kind: str) -> CitationCheck:
