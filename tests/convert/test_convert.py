@@ -134,6 +134,12 @@ def test_underline_annotation_and_annotation_already_in_blockquote():
     assert "> >" not in md
 
 
+def test_a_highlight_quoted_inside_a_sentence_stays_in_its_sentence():
+    """Zotero gives a dragged-in highlight its own paragraph (a quote); a saved answer quotes it mid-sentence."""
+    html = wrap(f"<p>You highlighted {annotation('highlight', '“barcoded arrays”', '12')} here.</p>")
+    assert note_html_to_markdown(html) == "You highlighted “barcoded arrays” (p. 12) here.\n"
+
+
 def test_inline_and_block_math_are_kept_verbatim():
     html = wrap(
         '<p>Loss <span class="math">$\\mathcal{L} = \\sum_i x_i^2$</span> is convex.</p>\n'

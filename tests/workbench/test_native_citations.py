@@ -25,7 +25,7 @@ from zocrates_nb.library.web.source import ZoteroWebLibrary
 from zocrates_nb.sanitize import NOTE_TAGS
 
 HIGHLIGHT = "Each gene's count at a pixel is modelled as Poisson"  # a demo annotation on Cable et al., p. 518
-QUESTION = "Poisson count per pixel with total UMIs in RCTD"
+QUESTION = "RCTD Poisson pixel UMIs mixture of cell type mean profiles"  # found lexically and hybrid
 REAL_DB = Path(__file__).resolve().parents[3] / "shared" / "data" / "zotero" / "zotero9-profile.sqlite"
 
 
@@ -70,18 +70,25 @@ def test_verified_citations_become_zotero_citations_with_uri_and_page(saved, dem
     assert [span.get_text() for span in spans] == ["(Cable et al., 2022, p. 518)", "(Cable et al., 2022)"]
     shown = [s.get_text() for s in soup.select("span.citation-item")]
     assert shown == ["Cable et al., 2022, p. 518", "Cable et al., 2022"]
+    # the quoted highlight is Zotero's highlight of that annotation, on its PDF and page
+    (highlight,) = soup.select("span.highlight")
+    annotation = decode_json_attr(highlight["data-annotation"])
+    assert highlight.get_text() == f"“{HIGHLIGHT}”" and annotation["annotationKey"] == "RA7HQ2KM"
+    assert annotation["attachmentURI"] == f"{DEMO_LIBRARY_URI}/items/RCTDPDF2" and annotation["pageLabel"] == "518"
+    assert annotation["citationItem"] == {"uris": [uri], "locator": "518"} and annotation["color"] == "#ffd400"
     # the fabricated one stays text, marked
     assert "(Doe et al., 2020) ⚠️" in soup.get_text() and "Doe" not in "".join(map(str, spans))
     # only the note editor's elements, and no key in what a reader sees
     assert {tag.name for tag in soup.find_all(True)} <= NOTE_TAGS
     assert_key_free(soup.get_text(), demo_workbench)
-    assert PAPER_KEY not in re.sub(r'data-citation(?:-items)?="[^"]*"', "", html)
+    assert PAPER_KEY not in re.sub(r'data-(?:citation|citation-items|annotation)="[^"]*"', "", html)
 
 
 def test_the_saved_note_converts_back_to_the_same_citations(saved, demo_workbench):
     answer, record, _ = saved
     markdown = demo_workbench.corpus.read_document(record.key)
-    assert "(Cable et al., 2022, p. 518)" in markdown and "(Cable et al., 2022)" in markdown
+    assert f"“{HIGHLIGHT}” (Cable et al., 2022, p. 518)" in markdown and "(Cable et al., 2022)" in markdown
+    assert "\n> " not in markdown  # a highlight quoted in a sentence stays in it
     parents = {PAPER_KEY: {"title": PAPER_TITLE, "citation": "Cable et al., 2022"}}
 
     def citations(text: str) -> list[tuple]:

@@ -282,8 +282,11 @@ class _Rewriter:
             page = ""  # the citation right after already says "p. N"
         text = f"“{quote}”" + (f" (p. {page})" if page else "")
         block = span.find_parent(("p", "li", "td", "th", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "div"))
+        opens_block = block is not None and _starts_with(block, span)
         span.replace_with(NavigableString(text))
-        if block is not None and block.name == "p" and block.find_parent("blockquote") is None:
+        # Zotero's annotation notes give each highlight its paragraph (highlight, citation, comment): that is
+        # a quote; a highlight quoted inside a sentence (a saved answer) stays in its sentence
+        if block is not None and opens_block and block.name == "p" and block.find_parent("blockquote") is None:
             block.wrap(soup.new_tag("blockquote"))
 
     @staticmethod
@@ -304,6 +307,16 @@ class _Rewriter:
             page = data.get("pageLabel") if isinstance(data, dict) else None
             alt = f"image annotation, p. {page}" if page else "image annotation"
         img.replace_with(self._inline_token(soup, f"[image: {alt}]" if alt else "[image]"))
+
+
+def _starts_with(block: Tag, span: Tag) -> bool:
+    """True when nothing but white space comes before ``span`` in ``block``."""
+    for node in block.descendants:
+        if node is span:
+            return True
+        if isinstance(node, NavigableString) and node.strip():
+            return False
+    return False
 
 
 def _citation_follows(span: Tag, page: str) -> bool:

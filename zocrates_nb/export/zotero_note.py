@@ -23,7 +23,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["CitedItem", "NoteCitations", "encode_attr"]
+__all__ = ["CitedItem", "Highlight", "NoteCitations", "encode_attr", "highlight_span"]
 
 _HOLD_OPEN, _HOLD_CLOSE = "\ue020", "\ue021"
 _HOLDER = re.compile(_HOLD_OPEN + r"(\d+)" + _HOLD_CLOSE)
@@ -45,20 +45,40 @@ class CitedItem:
     locator: str | None = None
 
 
+@dataclass(frozen=True)
+class Highlight:
+    """A PDF annotation the answer quotes: Zotero shows it as a highlight that opens the PDF at it."""
+
+    text: str  # as the answer quotes it, quotation marks included
+    annotation_key: str
+    attachment_uri: str
+    item: CitedItem  # the paper, at the annotation's page
+    color: str | None = None
+    page_label: str | None = None
+    page_index: int | None = None
+
+
 @dataclass
 class NoteCitations:
     """Collects the citations of one note: ``hold`` marks them in Markdown, ``fill`` writes the HTML."""
 
     citations: list[list[CitedItem]] = field(default_factory=list)
+    fragments: list[str] = field(default_factory=list)
 
-    def hold(self, markdown: str, spans: Sequence[tuple[tuple[int, int], Sequence[CitedItem]]]) -> str:
-        """``markdown`` with each ``(start, end)`` span (a "(…)" citation) replaced by a placeholder."""
+    def hold(self, markdown: str, spans: Sequence[tuple[tuple[int, int], Sequence[CitedItem] | Highlight]]) -> str:
+        """``markdown`` with each ``(start, end)`` span (a "(…)" citation, a quoted highlight) held by a
+        placeholder."""
         out, at = [], 0
-        for (start, end), items in sorted(spans, key=lambda span: span[0][0]):
-            if start < at or not items:
+        for (start, end), held in sorted(spans, key=lambda span: span[0][0]):
+            if start < at or not held:
                 continue
-            out += [markdown[at:start], f"{_HOLD_OPEN}{len(self.citations)}{_HOLD_CLOSE}"]
-            self.citations.append(list(items))
+            out += [markdown[at:start], f"{_HOLD_OPEN}{len(self.fragments)}{_HOLD_CLOSE}"]
+            if isinstance(held, Highlight):
+                self.citations.append([held.item])
+                self.fragments.append(highlight_span(held))
+            else:
+                self.citations.append(list(held))
+                self.fragments.append(citation_span(held))
             at = end
         return "".join(out) + markdown[at:]
 
@@ -66,7 +86,7 @@ class NoteCitations:
         """Note HTML with the citation spans in place of the placeholders and the items on the wrapper."""
         if not self.citations:
             return html
-        html = _HOLDER.sub(lambda match: citation_span(self.citations[int(match.group(1))]), html)
+        html = _HOLDER.sub(lambda match: self.fragments[int(match.group(1))], html)
         items = self.items()
         wrapper = f'<div data-citation-items="{escape(encode_attr(items))}" data-schema-version="\\1">'
         return _WRAPPER.sub(wrapper, html, count=1)
@@ -90,3 +110,23 @@ def citation_span(items: Sequence[CitedItem]) -> str:
     }
     shown = "; ".join(f'<span class="citation-item">{escape(item.text, quote=False)}</span>' for item in items)
     return f'<span class="citation" data-citation="{escape(encode_attr(data))}">({shown})</span>'
+
+
+def highlight_span(highlight: Highlight) -> str:
+    """``<span class="highlight" data-annotation="…">“quoted words”</span>``, as the note editor writes a
+    highlight dragged in from the PDF reader (``data-annotation``: the attachment, the annotation's key,
+    colour, page and the citation of its paper)."""
+    data: dict[str, Any] = {
+        "attachmentURI": highlight.attachment_uri,
+        "annotationKey": highlight.annotation_key,
+        "color": highlight.color,
+        "pageLabel": highlight.page_label,
+        "position": {"pageIndex": highlight.page_index, "rects": []},
+        "citationItem": {
+            "uris": [highlight.item.uri],
+            **({"locator": highlight.item.locator} if highlight.item.locator else {}),
+        },
+    }
+    data = {name: value for name, value in data.items() if value is not None}
+    shown = escape(highlight.text, quote=False)
+    return f'<span class="highlight" data-annotation="{escape(encode_attr(data))}">{shown}</span>'

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from zocrates_nb.agents.citecheck import CitationCheck, verify
+from zocrates_nb.agents.citecheck.sources import Source
 from zocrates_nb.errors import NotFoundError
 from zocrates_nb.export.csl import reference_from_manifest
-from zocrates_nb.export.zotero_note import CitedItem, NoteCitations
+from zocrates_nb.export.zotero_note import CitedItem, Highlight, NoteCitations
 from zocrates_nb.library.item_uris import item_uri, library_uri
 from zocrates_nb.workbench.saving import answer_note, session_note
 
@@ -43,15 +44,48 @@ def hold_citations(corpus: Any, answer: Any, library_uri: str, citations: NoteCi
     evidence = list(getattr(answer, "evidence", []) or [])
     parents = {key: _describe(corpus, key) for key in {e["parent_key"] for e in evidence if e.get("parent_key")}}
     groups: dict[tuple[int, int], list[CitationCheck]] = {}
-    for check in verify(text, evidence, parents, question=getattr(answer, "question", "")).checks:
+    verification = verify(text, evidence, parents, question=getattr(answer, "question", ""))
+    for check in verification.checks:
         if check.paren is not None:
             groups.setdefault(check.paren, []).append(check)
-    spans = []
+    spans: list = []
     for paren, checks in groups.items():
         items = _items(corpus, text[paren[0] + 1 : paren[1] - 1], checks, library_uri)
         if items:
             spans.append((paren, items))
+    for check in verification.checks:
+        if check.kind == "quote" and check.verified and check.text.startswith("“"):
+            highlight = _highlight(corpus, check, evidence, library_uri)
+            if highlight is not None:
+                spans.append(((check.start, check.end), highlight))
     return citations.hold(text, spans)
+
+
+def _highlight(corpus: Any, check: CitationCheck, evidence: list[dict], library_uri: str) -> Highlight | None:
+    """The PDF annotation whose highlighted words the quote is, as Zotero's highlight (None: not one)."""
+    for item in evidence:
+        facts = item.get("annotation") or {}
+        if item.get("kind") != "annotation" or not facts.get("attachment_key") or not item.get("parent_key"):
+            continue
+        if not Source(str(item["key"]), "annotation", passages=[str(facts.get("text") or "")]).has_quote(
+            str(check.quote)
+        ):
+            continue
+        paper = _paper_manifest(corpus, str(item["parent_key"]))
+        if paper is None:
+            return None
+        page = str(facts["page_label"]) if facts.get("page_label") else None
+        cited = CitedItem(item_uri(library_uri, str(paper["key"])), "", dict(reference_from_manifest(paper).csl), page)
+        return Highlight(
+            check.text,
+            str(item["key"]),
+            item_uri(library_uri, str(facts["attachment_key"])),
+            cited,
+            color=facts.get("color"),
+            page_label=page,
+            page_index=facts.get("page_index"),
+        )
+    return None
 
 
 def _items(corpus: Any, inner: str, checks: Sequence[CitationCheck], library_uri: str) -> list[CitedItem]:
