@@ -28,3 +28,11 @@ def clean_text(text: str) -> str:
         return _CONTROL.sub(" ", text)
     fixed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return _CONTROL.sub(" ", fixed)
+
+
+def normalize_doi(doi: str | None) -> str | None:
+    """Lower-case DOI without the https://doi.org/ prefix (how OpenAlex and Zotero differ)."""
+    if not doi:
+        return None
+    doi = re.sub(r"^(?:https?://(?:dx\.)?doi\.org/|doi:)", "", doi.strip(), flags=re.IGNORECASE)
+    return doi.lower() or None

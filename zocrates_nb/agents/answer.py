@@ -163,7 +163,7 @@ class Answer:
                 if self.verification is not None
                 else None
             ),
-            "citation_checks": [c.to_json() for c in self.verification.checks] if self.verification else [],
+            "citation_checks": [c.to_json() for c in self.verification.checks] if self.verification is not None else [],
         }
 
     def _repr_markdown_(self) -> str:

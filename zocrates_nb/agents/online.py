@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from zocrates_nb.agents.online_clients import Candidate, normalize_doi, normalize_title
+from zocrates_nb.agents.online_clients import Candidate, normalize_title
 from zocrates_nb.agents.prompting import evidence_preamble, system_prompt, wrap_evidence
 from zocrates_nb.protocols import ChatClient
+from zocrates_nb.textnorm import normalize_doi
 
 MAX_ABSTRACT_CHARS = 1_200
 

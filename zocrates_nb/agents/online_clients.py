@@ -16,6 +16,7 @@ import httpx
 from defusedxml import ElementTree
 
 from zocrates_nb.errors import ZocratesError
+from zocrates_nb.textnorm import normalize_doi
 
 OPENALEX_URL = "https://api.openalex.org"
 ARXIV_URL = "https://export.arxiv.org"
@@ -64,14 +65,6 @@ class Candidate:
             "cited_by": self.cited_by,
             "citation": self.citation,
         }
-
-
-def normalize_doi(doi: str | None) -> str | None:
-    """Lower-case DOI without the https://doi.org/ prefix (how OpenAlex and Zotero differ)."""
-    if not doi:
-        return None
-    doi = re.sub(r"^(?:https?://(?:dx\.)?doi\.org/|doi:)", "", doi.strip(), flags=re.IGNORECASE)
-    return doi.lower() or None
 
 
 def normalize_title(title: str | None) -> str:

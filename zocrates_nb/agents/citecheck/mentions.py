@@ -46,6 +46,8 @@ _DOI = re.compile(r"(?<![\w.])10\.\d{4,9}/[^\s\"<>]+")
 _LEADING_WORDS = re.compile(r"^(?:see|e\.g\.|cf\.|i\.e\.|also|and)\s+", re.IGNORECASE)
 _TAIL_SEPARATOR = re.compile(r"\s*(?:[,—–]|\s-)?\s*")
 _QUOTE_WORDS = 4
+#: a run of ``>`` lines: a passage shown as it was read
+_BLOCK_QUOTE = re.compile(r"(?:^[ \t]*>[^\n]*(?:\n|$))+", re.MULTILINE)
 
 
 @dataclass
@@ -217,7 +219,7 @@ def _quotes(text: str) -> list[Mention]:
 def _block_quotes(text: str) -> list[Mention]:
     """Each run of ``>`` lines is one quote (a passage the answer shows as it was read)."""
     out = []
-    for match in re.finditer(r"(?:^[ \t]*>[^\n]*(?:\n|$))+", text, re.MULTILINE):
+    for match in _BLOCK_QUOTE.finditer(text):
         body = re.sub(r"^[ \t]*>[ \t]?", "", match.group(0), flags=re.MULTILINE).strip()
         if len(body.split()) >= _QUOTE_WORDS:
             end = match.end() - (1 if match.group(0).endswith("\n") else 0)
@@ -249,7 +251,7 @@ def _unquoted(title: str) -> str:
 
 def _quoted_blocks(text: str) -> list[tuple[int, int]]:
     """Spans of block quotes and fenced code: what the answer shows verbatim, not what it claims."""
-    spans = [(m.start(), m.end()) for m in re.finditer(r"(?:^[ \t]*>[^\n]*(?:\n|$))+", text, re.MULTILINE)]
+    spans = [(m.start(), m.end()) for m in _BLOCK_QUOTE.finditer(text)]
     spans += [(m.start(), m.end()) for m in re.finditer(r"^```[^\n]*\n.*?^```", text, re.MULTILINE | re.DOTALL)]
     return spans
 

@@ -16,6 +16,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from zocrates_nb.textnorm import normalize_doi
+
 __all__ = ["Source", "author_year", "normalize_text", "sources_from_evidence", "title_key"]
 
 _QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "‘": "'", "’": "'", "‚": "'"})
@@ -139,12 +141,12 @@ def sources_from_evidence(evidence: Iterable[Mapping], parents: Mapping[str, Map
         if source is None:
             citation = item.get("citation") if item.get("kind") in ("paper", "online") else ""
             source = by_key[key] = Source(
-                key, item.get("kind") or "note", item.get("title") or "", citation or "", _doi(item.get("doi"))
+                key, item.get("kind") or "note", item.get("title") or "", citation or "", normalize_doi(item.get("doi"))
             )
         elif item.get("kind") == "paper":  # the paper itself, after its annotation named it
             source.title = source.title or item.get("title") or ""
             source.citation = source.citation or item.get("citation") or ""
-            source.doi = source.doi or _doi(item.get("doi"))
+            source.doi = source.doi or normalize_doi(item.get("doi"))
         source.passages += [p for p in _passages(item) if p not in source.passages]
         if (span := _page_span(item)) is not None:
             source.pages.append(span)
@@ -160,9 +162,3 @@ def sources_from_evidence(evidence: Iterable[Mapping], parents: Mapping[str, Map
                 if span is not None:
                     parent.pages.append(span)
     return list(by_key.values())
-
-
-def _doi(doi: str | None) -> str | None:
-    if not doi:
-        return None
-    return re.sub(r"^(?:https?://(?:dx\.)?doi\.org/|doi:)", "", str(doi).strip(), flags=re.IGNORECASE).lower() or None

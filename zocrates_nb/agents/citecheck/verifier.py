@@ -140,16 +140,19 @@ class _Index:
         self.sources = sources
         self.by_key = {source.key: source for source in sources}
         self.by_doi = {source.doi: source for source in sources if source.doi}
+        # each source's keys once, not once per mention
+        self._titles = {s.key: (title_key(s.title), title_key(_annotated(s.title))) for s in sources}
+        self._passages = {s.key: title_key(" ".join(s.passages)) for s in sources}
 
     def by_title(self, title: str | None, kind: str | None = None) -> Source | None:
         wanted = title_key(title)
         if not wanted:
             return None
         pool = [s for s in self.sources if kind is None or s.kind == kind]
-        exact = [s for s in pool if title_key(s.title) == wanted or title_key(_annotated(s.title)) == wanted]
+        exact = [s for s in pool if wanted in self._titles[s.key]]
         if exact:
             return exact[0]
-        return next((s for s in pool if _same_title(wanted, title_key(s.title))), None)
+        return next((s for s in pool if _same_title(wanted, self._titles[s.key][0])), None)
 
     def by_author_year(self, cited: tuple[str, str] | None) -> list[Source]:
         return [s for s in self.sources if cited is not None and s.author_year == cited]
@@ -163,7 +166,7 @@ class _Index:
         else:
             needles = [wanted] if len(wanted.split()) >= _MIN_TITLE_WORDS else []
         for source in self.sources:
-            if any(needle and needle in title_key(" ".join(source.passages)) for needle in needles):
+            if any(needle and needle in self._passages[source.key] for needle in needles):
                 return source
         return None
 
