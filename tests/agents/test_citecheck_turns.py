@@ -22,8 +22,10 @@ from tests.fakes.agent_stack import (
 from tests.fakes.openai_server import FakeOpenAI, reply
 from tests.fakes.scholarly_server import FakeScholarly, arxiv_entry, openalex_work
 from tests.fakes.scripted_model import ScriptedModel, role_of
+from zocrates_nb.agents.citecheck import REASONS
 from zocrates_nb.agents.online_clients import ScholarlySearch
 from zocrates_nb.diagnostics import plots
+from zocrates_nb.diagnostics.views import CITATION_REASONS
 
 ONLINE_TITLE = "Spatially informed cell-type deconvolution for spatial transcriptomics"
 WORKS = [
@@ -133,6 +135,7 @@ def test_the_diagnostics_give_each_models_fabrication_rate(demo_workbench):
     expected = 6 / (fabricated["cited"] + honest["cited"])
     assert scripted["turns"] == 2 and abs(scripted["fabrication_rate"] - expected) < 1e-9
     assert rates.loc["none", "fabrication_rate"] == 0 and scripted["turns_with_failures"] == 0.5
+    assert set(CITATION_REASONS) == set(REASONS)  # the view has a column for every reason the checker gives
     figure = plots.plot_citation_checks(turns)
     assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["none", "scripted-library_synthesizer"]
 

@@ -139,3 +139,22 @@ def test_library_uris_follow_zoteros_uri_scheme(tmp_path):
 @pytest.mark.skipif(not REAL_DB.exists(), reason="the real Zotero 9 database is not on this machine")
 def test_the_real_zotero_9_database_gives_its_accounts_uri():
     assert library_uri(ZoteroDesktopLibrary(REAL_DB)) == "http://zotero.org/users/8230813"
+
+
+def test_the_account_is_read_from_a_copy_while_zotero_holds_its_lock(tmp_path):
+    """Zotero keeps zotero.sqlite under an exclusive lock while it runs: the settings come from a copy."""
+    import sqlite3
+
+    with ZoteroDB(tmp_path / "zotero.sqlite", "9") as db:
+        db.set_setting("account", "userID", 475425)
+    zotero = sqlite3.connect(tmp_path / "zotero.sqlite")
+    zotero.execute("PRAGMA locking_mode = EXCLUSIVE")
+    zotero.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            sqlite3.connect(f"{(tmp_path / 'zotero.sqlite').as_uri()}?mode=ro", uri=True).execute(
+                "SELECT * FROM settings"
+            )
+        assert library_uri(ZoteroDesktopLibrary(tmp_path / "zotero.sqlite")) == "http://zotero.org/users/475425"
+    finally:
+        zotero.close()

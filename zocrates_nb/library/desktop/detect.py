@@ -20,6 +20,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -172,6 +173,11 @@ def candidate_dirs(home: Path | None = None) -> list[tuple[Path, str]]:
 
 def read_zotero_db(sqlite_path: Path) -> dict:
     """Settings and counts of a ``zotero.sqlite``, read from a temporary copy (with its ``-wal``/``-journal``)."""
+    return _from_copy(sqlite_path, lambda conn: {**_settings(conn), **_synced_counts(conn, sqlite_path)})
+
+
+def _from_copy(sqlite_path: Path, read: Callable[[sqlite3.Connection], dict]) -> dict:
+    """``read`` on a temporary copy of the database (Zotero holds an exclusive lock while it runs)."""
     with tempfile.TemporaryDirectory(prefix="zocrates-detect-") as tmp:
         copy = Path(tmp) / "zotero.sqlite"
         shutil.copyfile(sqlite_path, copy)
@@ -181,7 +187,7 @@ def read_zotero_db(sqlite_path: Path) -> dict:
                 shutil.copyfile(side, copy.with_name(copy.name + suffix))
         with closing(sqlite3.connect(copy, isolation_level=None)) as conn:
             conn.text_factory = lambda b: b.decode("utf-8", "replace")  # as the desktop source reads it
-            return {**_settings(conn), **_synced_counts(conn, sqlite_path)}
+            return read(conn)
 
 
 def _settings(conn: sqlite3.Connection) -> dict:
@@ -218,8 +224,8 @@ def zotero_account(sqlite_path: Path) -> dict:
         with closing(sqlite3.connect(f"{Path(sqlite_path).resolve().as_uri()}?mode=ro", uri=True)) as conn:
             conn.text_factory = lambda b: b.decode("utf-8", "replace")
             return _settings(conn)
-    except sqlite3.Error:  # Zotero running (exclusive lock): read a copy, as detection does
-        return read_zotero_db(Path(sqlite_path))
+    except sqlite3.Error:  # Zotero running (exclusive lock): the settings of a copy, as detection does
+        return _from_copy(Path(sqlite_path), _settings)
 
 
 def _synced_counts(conn: sqlite3.Connection, sqlite_path: Path) -> dict:
