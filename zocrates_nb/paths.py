@@ -50,9 +50,16 @@ def model_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class DataPaths:
-    """The layout of one data directory (documented in the README)."""
+    """The layout of one data directory (documented in the README).
+
+    ``unwritable``: why this process opened the directory for reading only (``"read-only"``: a
+    read-only mount or no permission; ``"full"``: no space left), None when it may write. The
+    stores read it to open read-only (no schema, no WAL, no locks) and the write verbs to refuse
+    with a true hint instead of failing half-way (the wiring decides it: workbench/core.py).
+    """
 
     root: Path
+    unwritable: str | None = None
 
     @classmethod
     def resolve(cls, data_dir=None, zotero_data_dir=None) -> DataPaths:
@@ -109,6 +116,8 @@ class DataPaths:
         return self.root / "locks"
 
     def ensure(self) -> DataPaths:
+        if self.unwritable:
+            return self  # reading only: nothing is created
         for d in (self.root, self.corpus, self.diagnostics, self.locks):
             d.mkdir(parents=True, exist_ok=True)
         return self

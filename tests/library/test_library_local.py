@@ -185,9 +185,9 @@ def test_bad_content_is_refused_with_file_and_key(tmp_path):
         DemoLibrary(tmp_path / "c.sqlite", tmp_path / "empty")
 
 
-def _worker(db: str, content: str, n: int, out) -> None:
+def _worker(db: str, content: str, n: int, out, name: str = "") -> None:
     lib = DemoLibrary(Path(db), Path(content))
-    keys = [lib.create_note(f"<p>process note {i}</p>", parent_key="PAPER222").key for i in range(n)]
+    keys = [lib.create_note(f"<p>process {name} note {i}</p>", parent_key="PAPER222").key for i in range(n)]
     lib.close()
     out.put(keys)
 
@@ -195,7 +195,9 @@ def _worker(db: str, content: str, n: int, out) -> None:
 def test_several_processes_seed_and_write_safely(tmp_path, content):
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(str(tmp_path / "demo.sqlite"), str(content), 5, out)) for _ in range(2)]
+    procs = [
+        ctx.Process(target=_worker, args=(str(tmp_path / "demo.sqlite"), str(content), 5, out, name)) for name in "ab"
+    ]
     for p in procs:
         p.start()
     keys = [k for _ in procs for k in out.get(timeout=120)]

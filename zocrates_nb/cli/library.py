@@ -16,6 +16,7 @@ from pathlib import Path
 from zocrates_nb.cli.common import EXIT_ERROR, EXIT_OK, config_store, paths_from_args, print_json
 from zocrates_nb.cli.common import open_workbench as _workbench
 from zocrates_nb.errors import ZocratesError
+from zocrates_nb.storage.space import reading_only_notice
 
 # ----------------------------------------------------------------------------- sync
 
@@ -89,7 +90,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.json:
             print_json(results.to_dict())
         else:
-            if results.notice:
+            if results.notice and results.notice not in results.evidence_text:  # said once, not twice
                 print(f"note: {results.notice}", file=sys.stderr)
             print(results.evidence_text)
         return EXIT_OK
@@ -129,7 +130,7 @@ def _search_via_engine(args: argparse.Namespace, filters: dict) -> bool:
     if args.json:
         print_json(payload)
     else:
-        if payload.get("notice"):
+        if payload.get("notice") and payload["notice"] not in payload["evidence_text"]:
             print(f"note: {payload['notice']}", file=sys.stderr)
         print(payload["evidence_text"])
     return True
@@ -175,6 +176,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         stream = None
         if args.stream and not args.json:
             stream = lambda token: print(token, end="", flush=True)  # noqa: E731
+        if wb.paths.unwritable:  # said once, before the answer (its evidence is lexical only)
+            print(f"note: {reading_only_notice(wb.paths.root, wb.paths.unwritable)}", file=sys.stderr)
         answer = wb.ask(args.question, on_token=stream)
         saved = save_answer_from_cli(wb, answer, args)
         if args.export:

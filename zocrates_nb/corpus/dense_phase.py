@@ -24,9 +24,10 @@ def start_feed(indexer: Any, documents: int) -> Any:
     return feed(documents) if callable(feed) else None
 
 
-def finish_feed(feed: Any, report: Any, progress: bool | None) -> None:
+def finish_feed(feed: Any, report: Any, progress: bool | None) -> BaseException | None:
     """Wait for the feed, with a chunk progress bar; its failure is a sync warning (its chunks were put
-    back in the index's queue, so ``fill_vectors`` tries them once more)."""
+    back in the index's queue, so ``fill_vectors`` tries them once more). Returns that failure, so
+    the sync can stop at once when it was a full disk (a retry would fail the same way)."""
     feed.end()
     done, total = feed.progress()
     with ProgressReporter(total, "Embedding (dense)", enabled=progress, unit="chunk") as bar:
@@ -45,12 +46,14 @@ def finish_feed(feed: Any, report: Any, progress: bool | None) -> None:
                 "the sync's final pass retried what it had not stored",
             )
         )
+    return error
 
 
-def fill_vectors(indexer: Any, report: Any, progress: bool | None) -> None:
-    """``indexer.commit_vectors`` with a chunk progress bar; a failure is a sync warning, not an error."""
+def fill_vectors(indexer: Any, report: Any, progress: bool | None) -> BaseException | None:
+    """``indexer.commit_vectors`` with a chunk progress bar; a failure is a sync warning, not an error
+    (returned, so the sync can tell a full disk from a model failure)."""
     if indexer is None:
-        return
+        return None
     bar: ProgressReporter | None = None
 
     def advance(done: int, total: int) -> None:
@@ -65,6 +68,8 @@ def fill_vectors(indexer: Any, report: Any, progress: bool | None) -> None:
         indexer.commit_vectors(progress=advance) if takes_progress else indexer.commit_vectors()
     except Exception as err:  # noqa: BLE001 - lexical search still works; the next sync resumes the vectors
         report.warnings.append(("(vectors)", f"dense vectors not updated: {type(err).__name__}: {err}"))
+        return err
     finally:
         if bar is not None:
             bar.close()
+    return None

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from zocrates_nb.errors import IndexCorruptError
 from zocrates_nb.storage.space import unavailable, write_problem
-from zocrates_nb.storage.sqlite_tx import enable_wal
+from zocrates_nb.storage.sqlite_tx import connect_read_only, enable_wal
 
 SCHEMA_VERSION = 2  # 2: kind may be 'annotation'
 
@@ -78,12 +78,17 @@ class MetaRow:
 class MetaDB:
     """The ``documents`` table on one cached, thread-safe connection."""
 
-    def __init__(self, path: Path, *, busy_timeout_ms: int = 10_000) -> None:
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 10_000, read_only: str | None = None) -> None:
+        """``read_only`` (``DataPaths.unwritable``): one read-only connection serves both roles, and
+        any write raises (the write verbs refuse before they get here)."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()  # guards the writer connection (and its transaction)
         self._read_lock = threading.Lock()  # guards the reader connection
         self._depth = 0
+        if read_only:
+            self._open_read_only(read_only)
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.conn = self._connect(busy_timeout_ms)
             enable_wal(self.conn)
@@ -104,6 +109,14 @@ class MetaDB:
                 "Run `zocrates-nb doctor --repair`: it moves the damaged file aside and "
                 "re-creates it from the bundles (your Zotero library is not touched).",
             ) from err
+
+    def _open_read_only(self, problem: str) -> None:
+        if not self.path.is_file():
+            raise unavailable("The conversion database", self.path, problem)
+        try:
+            self.conn = self._reader = connect_read_only(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.DatabaseError as err:
+            raise unavailable("The conversion database", self.path, problem, err) from err
 
     def _connect(self, busy_timeout_ms: int) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -202,7 +215,7 @@ class MetaDB:
 
     def close(self) -> None:
         with self._lock, self._read_lock:
-            for conn in (getattr(self, "_reader", None), self.conn):
+            for conn in {id(c): c for c in (getattr(self, "_reader", None), self.conn)}.values():
                 if conn is not None:
                     conn.close()
 

@@ -9,6 +9,8 @@ installed ``BATCH`` at a time, each in its own savepoint, so one bad note never 
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,14 +21,29 @@ from zocrates_nb.corpus import held_papers
 from zocrates_nb.corpus.bundle import PreparedBundle
 from zocrates_nb.corpus.report import SyncReport, failure_reason
 from zocrates_nb.corpus.writer import WorkItem, hash_json, note_source_hash
-from zocrates_nb.errors import ConversionError
+from zocrates_nb.errors import ConversionError, StorageUnavailableError
 from zocrates_nb.progress import ProgressReporter
 from zocrates_nb.storage.locks import corpus_lock
+from zocrates_nb.storage.space import why_unwritable, write_problem
 
 if TYPE_CHECKING:
     from zocrates_nb.corpus.writer import CorpusWriter
 
 BATCH = 64  # documents per write transaction during sync (one COMMIT each, a savepoint per document)
+#: what a store raises when the disk is full or read-only (storage/space.py tells which)
+_WRITE_ERRORS = (OSError, sqlite3.Error, StorageUnavailableError)
+
+
+class SpaceStop(Exception):
+    """Raised inside a batch when a write failed for want of space or write access: stop the sync.
+
+    Why not one failure per document: on a full disk every document fails the same way, each
+    after its own fsyncs and retries, and the user waits minutes for a report of N identical
+    failures (issue 26). The first such failure ends the sync with one clear error instead."""
+
+    def __init__(self, problem: str, cause: BaseException) -> None:
+        super().__init__(problem)
+        self.problem, self.cause = problem, cause
 
 
 class SyncRun:
@@ -42,7 +59,19 @@ class SyncRun:
         self.report = SyncReport()
 
     def run(self) -> SyncReport:
-        """Bring bundles, meta rows and index rows in line with the source (see ``Corpus.sync``)."""
+        """Bring bundles, meta rows and index rows in line with the source (see ``Corpus.sync``).
+
+        A full or read-only disk ends it with one ``StorageUnavailableError`` (``_stopped``)."""
+        try:
+            return self._run()
+        except SpaceStop as stop:
+            raise self._stopped(stop.problem, stop.cause, "the corpus") from stop.cause
+        except _WRITE_ERRORS as err:
+            if isinstance(err, StorageUnavailableError) or not (problem := write_problem(self.corpus.paths.root, err)):
+                raise
+            raise self._stopped(problem, err, "the corpus") from err
+
+    def _run(self) -> SyncReport:
         corpus, report = self.corpus, self.report
         started = time.perf_counter()
         with corpus_lock(corpus.paths.locks):
@@ -63,13 +92,16 @@ class SyncRun:
             feed = start_feed(corpus.indexer, len(work)) if self.vectors and work else None
             try:
                 self._lexical_phase(work, removed, feed)
-                if feed is not None:
-                    finish_feed(feed, report, self.progress)
+                fed = finish_feed(feed, report, self.progress) if feed is not None else None
             finally:
                 if feed is not None:
                     feed.stop()  # a failed or interrupted sync: the next one resumes the fill
+            if fed is not None and (problem := write_problem(corpus.paths.root, fed)):
+                raise self._stopped(problem, fed, "the dense vectors") from fed  # a retry would fail the same way
             if self.vectors:  # what the feed did not take: a resumed fill, removals, a failed feed's retry
-                fill_vectors(corpus.indexer, report, self.progress)
+                failed = fill_vectors(corpus.indexer, report, self.progress)
+                if failed is not None and (problem := write_problem(corpus.paths.root, failed)):
+                    raise self._stopped(problem, failed, "the dense vectors") from failed
         report.seconds = time.perf_counter() - started
         corpus.events.emit(
             "sync",
@@ -79,6 +111,22 @@ class SyncRun:
             latency_ms=round(report.seconds * 1000, 3),
         )
         return report
+
+    def _stopped(self, problem: str, cause: BaseException, what: str) -> StorageUnavailableError:
+        """The one error a sync ends with on a full or read-only disk: what was kept, what to do."""
+        root, counts = self.corpus.paths.root, self.report.counts
+        while isinstance(cause, StorageUnavailableError) and cause.__cause__ is not None:
+            cause = cause.__cause__  # the store's own message says the same as this one: show the OS's words
+        done = counts["new"] + counts["changed"]
+        kept = f"{done:,} new or changed documents were synced before it stopped" if done else "Nothing new was synced"
+        return StorageUnavailableError(
+            f"The sync stopped while writing {what}: {why_unwritable(root, problem)} ({cause}). "
+            f"{kept}; nothing half-written is left, and nothing in the library was changed or lost.",
+            f"Free some space on the disk holding {root} (at least 100 MB), then sync again: it continues "
+            "where this one stopped."
+            if problem == "full"
+            else f"Make {root} writable, then sync again: it continues where this one stopped.",
+        )
 
     def _lexical_phase(self, work: list[WorkItem], removed: list[str], feed: Any) -> None:
         """Convert and commit every changed document, batch by batch; the feed gets each committed batch."""
@@ -153,29 +201,61 @@ class SyncRun:
         """Convert a batch outside the transaction, then install each one in its own savepoint."""
         corpus, report = self.corpus, self.report
         prepared: list[tuple[WorkItem, ConvertedNote, dict, PreparedBundle]] = []
-        for item in batch:
-            try:
-                converted, manifest, bundle = corpus.prepare_item(item)
-            except Exception as err:  # noqa: BLE001 - one bad document never stops the others
-                report.fail(item.record.key, failure_reason(err))
-                continue
-            prepared.append((item, converted, manifest, bundle))
-        if not prepared:
-            return
+        installed: list[tuple[WorkItem, PreparedBundle]] = []
         try:
-            with corpus.meta.write() as conn:
-                for item, converted, manifest, bundle in prepared:
-                    try:
-                        with corpus.meta.write():
-                            corpus.commit_item(conn, item, manifest, converted.markdown, bundle)
-                    except Exception as err:  # noqa: BLE001
-                        bundle.discard()
-                        report.fail(item.record.key, failure_reason(err))
-                        continue
-                    report.counts["new" if item.is_new else "changed"] += 1
-                    if not item.is_new:
-                        report.changed_keys.append(item.record.key)
-                    report.warnings.extend((item.record.key, w) for w in converted.warnings)
+            for item in batch:
+                try:
+                    converted, manifest, bundle = corpus.prepare_item(item)
+                except Exception as err:  # noqa: BLE001 - one bad document never stops the others
+                    self._stop_on_space(err)
+                    report.fail(item.record.key, failure_reason(err))
+                    continue
+                prepared.append((item, converted, manifest, bundle))
+            if prepared:
+                try:
+                    self._commit_batch(prepared, installed)
+                except _WRITE_ERRORS as err:  # the COMMIT itself
+                    self._stop_on_space(err)
+                    raise
+        except SpaceStop:
+            # the batch's transaction rolled back: take out the bundles it installed for new documents
+            # (no meta row points to them), so nothing half-written waits for the next sync to sweep
+            for item, bundle in installed:
+                if item.is_new:
+                    shutil.rmtree(bundle.final_dir, ignore_errors=True)
+            self._uncount(installed)
+            raise
         finally:
             for *_, bundle in prepared:
                 bundle.discard()  # no-op for installed bundles (their temp dir is gone)
+
+    def _commit_batch(self, prepared: list, installed: list[tuple[WorkItem, PreparedBundle]]) -> None:
+        corpus, report = self.corpus, self.report
+        with corpus.meta.write() as conn:
+            for item, converted, manifest, bundle in prepared:
+                try:
+                    with corpus.meta.write():
+                        corpus.commit_item(conn, item, manifest, converted.markdown, bundle)
+                except Exception as err:  # noqa: BLE001
+                    bundle.discard()
+                    self._stop_on_space(err)
+                    report.fail(item.record.key, failure_reason(err))
+                    continue
+                installed.append((item, bundle))
+                report.counts["new" if item.is_new else "changed"] += 1
+                if not item.is_new:
+                    report.changed_keys.append(item.record.key)
+                report.warnings.extend((item.record.key, w) for w in converted.warnings)
+
+    def _uncount(self, installed: list[tuple[WorkItem, PreparedBundle]]) -> None:
+        """A rolled-back batch was not synced after all."""
+        for item, _ in installed:
+            self.report.counts["new" if item.is_new else "changed"] -= 1
+            if not item.is_new and item.record.key in self.report.changed_keys:
+                self.report.changed_keys.remove(item.record.key)
+
+    def _stop_on_space(self, err: BaseException) -> None:
+        if isinstance(err, SpaceStop):
+            raise err
+        if isinstance(err, _WRITE_ERRORS) and (problem := write_problem(self.corpus.paths.root, err)):
+            raise SpaceStop(problem, err) from err

@@ -145,11 +145,12 @@ class CorpusWriter:
         self.indexer = indexer
         self.events = events if events is not None else NullEventSink()
         self.corpus_dir = Path(paths.corpus)
-        self.corpus_dir.mkdir(parents=True, exist_ok=True)
-        self.meta = MetaDB(paths.meta_db)
+        self.meta = MetaDB(paths.meta_db, read_only=paths.unwritable)
         self.collection_names: dict[str, str] = {}
         self._names_refreshed = float("-inf")
-        sweep_temporary(self.corpus_dir)
+        if not paths.unwritable:  # reading only: nothing is created or swept
+            self.corpus_dir.mkdir(parents=True, exist_ok=True)
+            sweep_temporary(self.corpus_dir)
 
     def commit_vectors(self, report: SyncReport | None = None) -> None:
         if self.indexer is None:

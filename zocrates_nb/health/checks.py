@@ -58,7 +58,8 @@ def check_space(paths: DataPaths) -> dict[str, Any]:
             **finding(
                 "space",
                 False,
-                f"{root} is read-only: status and doctor read it; search, ask, sync and saving need it writable",
+                f"{root} is read-only: search, ask, explain, status and doctor read it (lexical search only); "
+                "sync, saving and repairs need it writable",
             ),
             "fix": f"make {root} writable (remount it read-write or fix its permissions)",
         }

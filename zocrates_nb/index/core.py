@@ -26,7 +26,7 @@ from zocrates_nb.index.vectors import pending
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.protocols import Embedder
 from zocrates_nb.storage.space import unavailable, write_problem
-from zocrates_nb.storage.sqlite_tx import enable_wal
+from zocrates_nb.storage.sqlite_tx import connect_read_only, enable_wal
 
 _log = logging.getLogger(__name__)
 REBUILD_HINT = (
@@ -61,7 +61,12 @@ def open_vector_store(
 
     ``one_shot`` with a local store: reads through index/vectors/fast.py (no ``import chromadb``).
     """
-    if one_shot and ((config.get("vectors") or {}).get("mode") or "persistent") == "persistent":
+    local = ((config.get("vectors") or {}).get("mode") or "persistent") == "persistent"
+    if local and paths.unwritable:
+        raise unavailable(
+            "The vector store", paths.chroma, paths.unwritable, OSError("Chroma writes to its files when it opens them")
+        )
+    if one_shot and local:
         from zocrates_nb.index.vectors.fast import ReadFirstVectors
 
         return ReadFirstVectors(paths, config, model_id=model_id, dim=dim)
@@ -146,6 +151,7 @@ class IndexCore:
         self.auto_repair_limit = auto_repair_limit
         self._embedder = embedder
         self._make_embedder = make_embedder
+        self._made_embedder = False  # made here (not given): close() stops its sessions' threads
         self._has_documents = has_documents  # does the corpus hold documents? (the lost-index check)
         self._vectors: Any = vectors
         self._open_vectors = open_vectors or self._default_vectors
@@ -160,14 +166,16 @@ class IndexCore:
         self._lock = threading.RLock()
         self._frequencies = DocumentFrequencies()  # used under self._lock, like the connection
         # everyday words' bm25 shares, taken in the background (a one-shot search would never reuse them)
-        self._impacts = (
-            TermImpacts(paths.meta_db, self.impact_postings) if self.impact_postings and not one_shot else None
-        )
+        lasting = not one_shot and not paths.unwritable  # a process that reads long enough to cache
+        self._impacts = TermImpacts(paths.meta_db, self.impact_postings) if self.impact_postings and lasting else None
         # a second read connection, so a search's two FTS5 queries run side by side (not for one-shot)
-        self._side = SideReader(paths.meta_db) if self.parallel and not one_shot else None
+        self._side = SideReader(paths.meta_db) if self.parallel and lasting else None
         self._pool: ThreadPoolExecutor | None = None  # runs FTS beside the dense side (hybrid mode)
         self._warmup: Any = None  # DenseWarmup once start_warmup() ran (notebook kernels)
         self._allowed_ids: Any = None  # filtered.AllowedIds, made on the first filtered search
+        if paths.unwritable:
+            self._conn = self._open_read_only(paths.unwritable)
+            return
         Path(paths.root).mkdir(parents=True, exist_ok=True)
         try:
             self._conn = sqlite3.connect(
@@ -185,6 +193,19 @@ class IndexCore:
             raise IndexCorruptError(
                 f"The search index in {paths.meta_db} cannot be opened: {exc}", hint=REBUILD_HINT
             ) from exc
+
+    def _open_read_only(self, problem: str) -> sqlite3.Connection:
+        """The index as it was last written, for a directory that cannot be written (no schema, no WAL)."""
+        where = self.paths.meta_db
+        try:
+            conn = connect_read_only(where, isolation_level=None, check_same_thread=False, timeout=30.0)
+            ready = fts.schema_ready(conn, self.title_weight) and pending.ready(conn)
+        except sqlite3.DatabaseError as exc:
+            raise unavailable("The search index", where, problem, exc) from exc
+        if not ready:  # never synced here, or by another version: it would have to be written first
+            conn.close()
+            raise unavailable("The search index", where, problem)
+        return conn
 
     # ------------------------------------------------------------------ plumbing
     def _write(self, action: Callable[[sqlite3.Connection], Any]) -> Any:
@@ -215,7 +236,16 @@ class IndexCore:
         """The embedding model, made on first use by the factory the wiring gave (or the default)."""
         if self._embedder is None:
             self._embedder = (self._make_embedder or load_default_embedder)()
+            self._made_embedder = True
         return self._embedder
+
+    def _close_embedder(self) -> None:
+        """Wait for the embedding threads of a model made here: a daemon thread still inside
+        onnxruntime when the interpreter exits aborts the process (a failed fill leaves one
+        finishing its text)."""
+        close = getattr(self._embedder, "close", None) if self._made_embedder else None
+        if callable(close):
+            close()
 
     def worker_embedder(self) -> Any | None:
         """An embedding process for a big job (index/embed/worker.py), or None to embed in this one: the

@@ -22,6 +22,7 @@ from typing import Any
 
 from zocrates_nb.errors import IndexCorruptError
 from zocrates_nb.index.lexical import fts
+from zocrates_nb.storage.sqlite_tx import connect_read_only
 
 __all__ = ["IDS_QUERY_MAX", "OVERFETCH_MAX", "AllowedIds", "SmallSetVectors", "dense_with_filter"]
 
@@ -60,9 +61,8 @@ class AllowedIds:
 
     def _get(self, filters: Mapping[str, str]) -> frozenset[str]:
         if self._conn is None:
-            self._conn = sqlite3.connect(
-                f"file:{self.db_path}?mode=ro", uri=True, check_same_thread=False, timeout=30.0
-            )
+            # read-only (``immutable`` where not even a ``-shm`` can be made: a read-only directory)
+            self._conn = connect_read_only(self.db_path, check_same_thread=False, timeout=30.0)
         version = self._conn.execute("PRAGMA data_version").fetchone()[0]
         if version != self._version or len(self._sets) >= self.max_filters:
             self._sets.clear()

@@ -115,6 +115,7 @@ class HybridIndex(IndexConsistency, IndexSearch):
                 self._vectors.close()
                 self._vectors = None
             self._conn.close()
+        self._close_embedder()
 
     def __repr__(self) -> str:
         return f"HybridIndex({self.paths.meta_db}, rrf_k={self.rrf_k})"

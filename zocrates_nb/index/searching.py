@@ -28,6 +28,7 @@ from zocrates_nb.index.rank.ranking import (
     unknown_collection_error,
     unknown_parent_error,
 )
+from zocrates_nb.storage.space import reading_only_notice
 
 
 class IndexSearch(IndexCore):
@@ -66,6 +67,7 @@ class IndexSearch(IndexCore):
             raise QueryError(f"Unknown search mode {mode!r}.", hint=f"Use one of: {', '.join(MODES)}.")
         text, notice = prepare_query(query)
         notices = [notice] if notice else []
+        mode = self._mode_for_directory(mode, fallback, notices)
         filters = check_filters(filters)
         k = max(1, min(int(k), 1000))
         depth = max(self.depth, k)
@@ -113,6 +115,14 @@ class IndexSearch(IndexCore):
             self._check_not_lost()
             self._check_filter_targets(filters)
         return self._assemble(lists, raw_scores, k, collapse, mode, text), notices
+
+    def _mode_for_directory(self, mode: str, fallback: bool, notices: list[str]) -> str:
+        """Reading only (a read-only or full data directory, so no vector store): hybrid answers
+        lexically, said in a notice; dense is left to say itself why it cannot open."""
+        if not self.paths.unwritable:
+            return mode
+        notices.append(reading_only_notice(self.paths.root, self.paths.unwritable))
+        return "lexical" if mode == "hybrid" and fallback else mode
 
     def _lexical(self, text: str, depth: int, filters: Mapping[str, str]) -> list[tuple[str, str, float]]:
         if filters and not self._allowed.get(filters):

@@ -57,7 +57,8 @@ def open_source(paths, config: dict, *, local_key: Callable[[], str | None] | No
     if source == "demo":
         from zocrates_nb.library.local import DemoLibrary
 
-        return DemoLibrary(paths.demo_library, Path(lib["content_dir"]) if lib.get("content_dir") else None)
+        content = Path(lib["content_dir"]) if lib.get("content_dir") else None
+        return DemoLibrary(paths.demo_library, content, read_only=paths.unwritable)
     if source in ("zotero-sqlite", "zotero-dir"):
         from zocrates_nb.library.desktop.snapshot import ZoteroDesktopLibrary
 

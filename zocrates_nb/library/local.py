@@ -36,7 +36,7 @@ from zocrates_nb.library.base import (
 )
 from zocrates_nb.library.demo_content import DEMO_CONTENT_DIR, load_demo_annotations, load_demo_content
 from zocrates_nb.storage.space import unavailable, write_problem
-from zocrates_nb.storage.sqlite_tx import enable_wal, immediate_transaction
+from zocrates_nb.storage.sqlite_tx import connect_read_only, enable_wal, immediate_transaction
 
 __all__ = ["DEMO_CONTENT_DIR", "DemoLibrary", "load_demo_content"]
 
@@ -113,11 +113,16 @@ class DemoLibrary:
 
     writable = True
 
-    def __init__(self, db_path: Path, content_dir: Path | None = None) -> None:
+    def __init__(self, db_path: Path, content_dir: Path | None = None, *, read_only: str | None = None) -> None:
+        """``read_only`` (``"read-only"`` or ``"full"``, from ``DataPaths.unwritable``): open for reading
+        only, the library as it was last written (no seeding; writes were refused before they got here)."""
         self.db_path = Path(db_path)
         self.content_dir = Path(content_dir) if content_dir else DEMO_CONTENT_DIR
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        if read_only:
+            self._open_read_only(read_only)
+            return
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._conn = sqlite3.connect(str(self.db_path), check_same_thread=False, isolation_level=None, timeout=30.0)
             self._conn.execute("PRAGMA busy_timeout = 30000")
@@ -129,6 +134,22 @@ class DemoLibrary:
             self._seed()
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc, "could not be prepared") from exc
+
+    def _open_read_only(self, problem: str) -> None:
+        if not self.db_path.is_file():
+            raise unavailable("The demo library", self.db_path, problem)  # it would have to be created
+        try:
+            self._conn = connect_read_only(self.db_path, check_same_thread=False, isolation_level=None)
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc, "could not be opened") from exc
+        self._load_annotations(*load_demo_content(self.content_dir))
+
+    def _load_annotations(self, collections, papers, notes) -> None:
+        taken = {r["key"] for r in (*collections, *papers, *notes)}
+        #: read-only, like the PDFs they sit on; shown while their paper is not in the trash
+        self._annotations = {
+            a.key: a for a in load_demo_annotations(self.content_dir, {p["key"] for p in papers}, taken)
+        }
 
     # -- plumbing -------------------------------------------------------
     def _write(self):
@@ -144,11 +165,7 @@ class DemoLibrary:
     def _seed(self) -> None:
         """Insert demo records that are missing; a no-op when this content was already seeded."""
         collections, papers, notes = load_demo_content(self.content_dir)
-        taken = {r["key"] for r in (*collections, *papers, *notes)}
-        #: read-only, like the PDFs they sit on; shown while their paper is not in the trash
-        self._annotations = {
-            a.key: a for a in load_demo_annotations(self.content_dir, {p["key"] for p in papers}, taken)
-        }
+        self._load_annotations(collections, papers, notes)
         digest = _content_digest(collections, papers, notes)
         with self._write() as conn:
             for statement in filter(str.strip, _SCHEMA.split(";")):  # executescript would COMMIT
@@ -262,7 +279,11 @@ class DemoLibrary:
 
     # -- writes ---------------------------------------------------------
     def create_note(self, html: str, *, parent_key: str | None = None, collection_keys: Sequence[str] = ()) -> Note:
-        """Create a child note (``parent_key``) or a standalone note filed in ``collection_keys``."""
+        """Create a child note (``parent_key``) or a standalone note filed in ``collection_keys``.
+
+        Exactly once: the same HTML saved again to the same place returns the note already there
+        (a retry after a save that the library accepted but the index could not take, e.g. on a
+        full disk, must not leave two copies). The content itself is the write token."""
         check_note_html(html)
         collection_keys = tuple(collection_keys or ())
         if parent_key and collection_keys:
@@ -285,6 +306,20 @@ class DemoLibrary:
                 raise NotFoundError(
                     f"Unknown collection key(s): {', '.join(missing)}.",
                     "Pick a collection from Workbench.collections().",
+                )
+            same = conn.execute(
+                "SELECT key, version, date_modified FROM notes "
+                "WHERE html = ? AND parent_key IS ? AND collections = ? AND deleted = 0 ORDER BY date_added LIMIT 1",
+                (html, parent_key, json.dumps(list(collection_keys))),
+            ).fetchone()
+            if same:
+                return Note(
+                    key=same[0],
+                    html=html,
+                    parent_key=parent_key,
+                    collections=collection_keys,
+                    version=same[1],
+                    date_modified=same[2],
                 )
             key = new_key()
             while conn.execute(

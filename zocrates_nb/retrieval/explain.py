@@ -126,8 +126,13 @@ def chunk_reports(
     return out
 
 
-def explain(index: Any, query: str, key: str, *, count_tokens: Callable[[str], int] | None = None) -> Explanation:
-    """Where document ``key`` ranks for ``query``, and what the index holds for it."""
+def explain(
+    index: Any, query: str, key: str, *, count_tokens: Callable[[str], int] | None = None, lexical_only: bool = False
+) -> Explanation:
+    """Where document ``key`` ranks for ``query``, and what the index holds for it.
+
+    ``lexical_only``: the vector store cannot be opened (a data directory that cannot be written):
+    every rank is the lexical one, and the dense rank is None."""
     rows = index.document_chunks(key)
     if not rows:
         raise QueryError(
@@ -135,18 +140,21 @@ def explain(index: Any, query: str, key: str, *, count_tokens: Callable[[str], i
             hint="Check the key with `zocrates-nb search` (keys are shown as [Note Key: K]); "
             "run `zocrates-nb sync` if the note is new.",
         )
-    embedding = index.embedder.embed([query])[0]  # once, shared by every dense search below
-    hits = index.search(query, k=DEPTH, query_embedding=embedding)
+    mode = "lexical" if lexical_only else "hybrid"
+    embedding = None if lexical_only else index.embedder.embed([query])[0]  # once, for every dense search below
+    hits = index.search(query, k=DEPTH, mode=mode, query_embedding=embedding)
     fused_keys = [h.key for h in hits]
     mine = next((h for h in hits if h.key == key), None)
     lexical = [h.key for h in index.search(query, k=DEPTH, mode="lexical")]
-    dense = [h.key for h in index.search(query, k=DEPTH, mode="dense", query_embedding=embedding)]
+    dense_hits = [] if lexical_only else index.search(query, k=DEPTH, mode="dense", query_embedding=embedding)
+    dense = [h.key for h in dense_hits]
     ranks = {"lexical": _rank_of(lexical, key), "dense": _rank_of(dense, key), "fused": _rank_of(fused_keys, key)}
     first = rows[0]
     if first.kind == "note":
-        notes = [h.key for h in index.search(query, k=DEPTH, filters={"item_type": "note"}, query_embedding=embedding)]
+        only_notes = {"item_type": "note"}
+        notes = [h.key for h in index.search(query, k=DEPTH, filters=only_notes, mode=mode, query_embedding=embedding)]
         ranks["among notes"] = _rank_of(notes, key)
-    chunk_hits = index.search(query, k=DEPTH * 3, collapse=False, query_embedding=embedding)
+    chunk_hits = index.search(query, k=DEPTH * 3, collapse=False, mode=mode, query_embedding=embedding)
     intent = note_intent(query)
     weight = lane_weight_for(intent, getattr(index, "note_lane", 0.0), getattr(index, "intent_weight", 0.0))
     title = mine.title if mine else first.title

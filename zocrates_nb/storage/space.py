@@ -18,7 +18,16 @@ from pathlib import Path
 
 from zocrates_nb.errors import StorageUnavailableError
 
-__all__ = ["FULL_BELOW_BYTES", "free_bytes", "human_bytes", "unavailable", "write_problem"]
+__all__ = [
+    "FULL_BELOW_BYTES",
+    "free_bytes",
+    "human_bytes",
+    "reading_only_notice",
+    "refused",
+    "unavailable",
+    "why_unwritable",
+    "write_problem",
+]
 
 #: below this many free bytes a store counts as full (SQLite needs room for its journal and a page or two)
 FULL_BELOW_BYTES = 1 << 20
@@ -70,18 +79,52 @@ def write_problem(path: Path, exc: BaseException | None = None) -> str | None:
     return None
 
 
+def why_unwritable(folder: Path, problem: str) -> str:
+    """``"<folder> is read-only"`` or ``"the disk is full (N MiB free on <folder>)"``."""
+    if problem == "read-only":
+        return f"{folder} is read-only"
+    return f"the disk is full ({human_bytes(free_bytes(folder))} free on {folder})"
+
+
+def _hint(folder: Path, problem: str) -> str:
+    if problem == "read-only":
+        return (
+            f"Make {folder} writable (remount it read-write, or fix its permissions), or copy the data "
+            "directory somewhere writable and pass that with --data-dir."
+        )
+    return f"Free some space on the disk holding {folder} (at least 100 MB), then run the command again."
+
+
+def _lost(problem: str) -> str:
+    return "Nothing was changed or lost." if problem == "read-only" else "Nothing was lost."
+
+
 def unavailable(what: str, path: Path, problem: str, exc: BaseException | None = None) -> StorageUnavailableError:
     """The error for ``what`` (e.g. "The demo library") at ``path`` that cannot be written, with a true hint."""
     folder = _existing(Path(path).parent)
     cause = f" ({exc})" if exc is not None else ""
-    if problem == "read-only":
-        return StorageUnavailableError(
-            f"{what} {path} cannot be written: {folder} is read-only{cause}. Nothing was changed or lost.",
-            f"Make {folder} writable (remount it read-write, or fix its permissions), or copy the data "
-            "directory somewhere writable and pass that with --data-dir.",
-        )
     return StorageUnavailableError(
-        f"{what} {path} cannot be written: the disk is full ({human_bytes(free_bytes(folder))} free on "
-        f"{folder}){cause}. Nothing was lost.",
-        f"Free some space on the disk holding {folder} (at least 100 MB), then run the command again.",
+        f"{what} {path} cannot be written: {why_unwritable(folder, problem)}{cause}. {_lost(problem)}",
+        _hint(folder, problem),
+    )
+
+
+def refused(doing: str, folder: Path, problem: str) -> StorageUnavailableError:
+    """The error for a command that would write (``doing``: "save the note") into ``folder``, refused
+    before it started: the user learns why, and that nothing happened."""
+    folder = _existing(Path(folder))
+    return StorageUnavailableError(
+        f"Cannot {doing}: {why_unwritable(folder, problem)}. Nothing was written or lost; searching and "
+        "reading still work.",
+        _hint(folder, problem),
+    )
+
+
+def reading_only_notice(folder: Path, problem: str) -> str:
+    """Said with every search (and once per ``ask``) while the data directory cannot be written:
+    what still works, and what waits."""
+    return (
+        f"Reading only: {why_unwritable(folder, problem)}. These are lexical results from the index as last "
+        "written (the vector store cannot be opened without writing); nothing is recorded in diagnostics, "
+        "and saving, syncing and editing the profile wait until the directory can be written."
     )

@@ -12,6 +12,8 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 
 @contextmanager
@@ -53,3 +55,23 @@ def enable_wal(conn: sqlite3.Connection, timeout: float = 30.0) -> None:
                 raise
         time.sleep(delay)
         delay = min(0.25, delay * 2)
+
+
+def connect_read_only(path: str | Path, **kwargs: Any) -> sqlite3.Connection:
+    """A connection that never writes ``path``'s directory: for a data directory that cannot be written.
+
+    Why two tries: ``mode=ro`` still creates the ``-shm`` file of a WAL database (it cannot on a
+    read-only mount, nor reliably on a full disk), while ``immutable=1`` opens anything but ignores a
+    ``-wal`` file a crash left behind. So ``mode=ro`` first (it sees such a WAL when its ``-shm``
+    exists), then ``immutable=1``; the caller has already refused every write.
+    """
+    uri = Path(path).resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, **kwargs)
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+    conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, **kwargs)
+    conn.execute("PRAGMA schema_version").fetchone()
+    return conn

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zocrates_nb.diagnostics.events import EventLog
+from zocrates_nb.diagnostics.events import EventLog, NullEventLog
 from zocrates_nb.errors import NotFoundError
 from zocrates_nb.export.zotero_note import NoteCitations
 from zocrates_nb.library.base import LibrarySource
@@ -24,6 +24,7 @@ from zocrates_nb.paths import DataPaths
 from zocrates_nb.settings.config import ConfigStore
 from zocrates_nb.workbench.citing import note_with_citations
 from zocrates_nb.workbench.exporting import Export, export_answer
+from zocrates_nb.workbench.read_only import open_paths, require_writable
 from zocrates_nb.workbench.saving import SavedNote, push_outbox_on_sync, save_note
 from zocrates_nb.workbench.views import WorkbenchViews
 
@@ -71,11 +72,14 @@ class Workbench(WorkbenchViews):
         one_shot: bool = False,
     ) -> None:
         self._one_shot = one_shot  # a command that searches once and exits (index/core.py says what changes)
-        self.paths = DataPaths.resolve(data_dir, zotero_data_dir=zotero_dir).ensure()
+        # a directory that cannot be written (read-only, full) is opened for reading: read_only.py
+        self.paths = open_paths(DataPaths.resolve(data_dir, zotero_data_dir=zotero_dir))
         self.config = ConfigStore.for_paths(self.paths)
-        self.events = EventLog(self.paths.diagnostics)
+        self.events = NullEventLog() if self.paths.unwritable else EventLog(self.paths.diagnostics)
         self.source = self._with_pending(source or self._open_source(zotero_sqlite, zotero_dir))
         self._lock = threading.RLock()
+        if self.paths.unwritable:
+            return  # no healing, first sync or warm-up: each would write
         self._heal_meta_db()
         if auto_sync and self._needs_first_sync():
             # in the background mode the first sync commits the lexical index only; the warm-up
@@ -182,6 +186,16 @@ class Workbench(WorkbenchViews):
 
         return Diagnostics(self.paths.diagnostics)
 
+    def _writable(self, doing: str) -> None:
+        """Refuse ``doing`` while the directory cannot be written; re-open for writing once it can."""
+        if require_writable(self.paths, doing):
+            with self._lock:
+                self._close_opened(("tools", "coordinator", "corpus", "index"))
+                self.source.close()
+                self.paths = open_paths(self.paths)
+                self.events = EventLog(self.paths.diagnostics)
+                self.source = self._with_pending(self._open_source(None, None))
+
     def _needs_first_sync(self) -> bool:
         return not self.paths.meta_db.exists() or self.corpus.meta.count() == 0
 
@@ -215,6 +229,7 @@ class Workbench(WorkbenchViews):
 
         from zocrates_nb.errors import IndexCorruptError
 
+        self._writable("sync the library")
         with self._lock:
             push_outbox_on_sync(self.source, self.paths, self.config, self.events)
             try:
@@ -240,7 +255,7 @@ class Workbench(WorkbenchViews):
         from zocrates_nb.index.embed.model import token_counter
         from zocrates_nb.retrieval.explain import explain
 
-        return explain(self.index, query, key, count_tokens=token_counter())
+        return explain(self.index, query, key, count_tokens=token_counter(), lexical_only=bool(self.paths.unwritable))
 
     def read_document(self, key: str, section: str | None = None) -> str:
         """The Markdown of a note or paper (or of one section of it, by heading)."""
@@ -275,6 +290,7 @@ class Workbench(WorkbenchViews):
         A note is a child of a paper (``parent_key``) or standalone, optionally in a collection. The demo
         library writes at once; a Zotero library goes through the outbox first (see ``saving.py``)."""
         where = {"collection_key": collection_key, "parent_key": parent_key}
+        self._writable("save the note")
         return save_note(self, title, markdown, sources=sources, lock=self._lock, citations=citations, **where)
 
     def save_answer(
@@ -326,6 +342,7 @@ class Workbench(WorkbenchViews):
                 )
             path = offer.path
         folder = Path(path).expanduser().resolve()
+        self._writable("switch to your Zotero library")
         if not (folder / "zotero.sqlite").is_file():
             raise NotFoundError(f"No zotero.sqlite inside {folder}.", "Give Zotero's data directory.")
         self.config.update(
@@ -347,6 +364,7 @@ class Workbench(WorkbenchViews):
         reported, and re-made from the library (``zocrates-nb index rebuild``)."""
         from zocrates_nb.corpus.repair import rebuild_and_repair
 
+        self._writable("rebuild the index")
         with self._lock:
             return rebuild_and_repair(self.corpus, self.index)
 

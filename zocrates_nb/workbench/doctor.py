@@ -28,7 +28,7 @@ from zocrates_nb.health.checks import (
     repair_store_findings,
 )
 from zocrates_nb.paths import DataPaths
-from zocrates_nb.storage.space import write_problem
+from zocrates_nb.storage.space import why_unwritable
 from zocrates_nb.workbench.core import Workbench
 
 
@@ -57,10 +57,14 @@ def _repair_vectors(wb: Any) -> str:
 
 
 def _corpus_findings(wb: Any, repair: bool) -> list[dict]:
-    """Bundle hashes and index consistency (FTS, vectors, keys), repaired by a verifying sync."""
+    """Bundle hashes and index consistency (FTS, vectors, keys), repaired by a verifying sync.
+
+    Reading only (a read-only or full directory): bundles and index are checked read-only, the
+    vector store (which writes when it opens) is not, and nothing is repaired."""
     from zocrates_nb.corpus.repair import check_consistency
 
-    found = check_consistency(wb.corpus, wb.index, verify=True, vectors=True)
+    reading_only = wb.paths.unwritable
+    found = check_consistency(wb.corpus, wb.index, verify=True, vectors=not reading_only)
     findings = [
         finding(
             "bundles",
@@ -78,8 +82,12 @@ def _corpus_findings(wb: Any, repair: bool) -> list[dict]:
             f"{len(found.extra_in_index)} extra, {len(found.extra_bundles)} stray bundle(s)",
             "re-stage missing rows, drop extras",
         ),
-        _vectorsfinding(found),
+        _vectorsfinding(found)
+        if not reading_only
+        else finding("vectors", True, f"not checked: {why_unwritable(wb.paths.root, reading_only)}"),
     ]
+    if reading_only:
+        return findings  # repairs write: the space finding says what to free or allow first
     if repair and found.vector_problem:
         findings[-1]["done"] = _repair_vectors(wb)
     if repair and any(not f["ok"] and not f.get("done") for f in findings):
@@ -103,10 +111,7 @@ def run_doctor(paths: DataPaths, *, repair: bool = False) -> dict[str, Any]:
     ]
     repair_store_findings(paths, findings, repair)
     meta_damaged = not findings[0]["ok"]
-    if problem := write_problem(paths.root):  # opening a workbench writes (WAL, the demo library's seed)
-        why = "the directory is read-only" if problem == "read-only" else "the disk is full"
-        findings.append(finding("corpus", True, f"bundles, index and vectors not checked: {why}"))
-    elif meta_damaged and not repair:
+    if meta_damaged and not repair:
         findings.append(
             finding(
                 "corpus",

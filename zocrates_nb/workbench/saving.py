@@ -10,22 +10,25 @@ exactly once. The demo library keeps its direct, synchronous path in ``workbench
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from zocrates_nb.errors import LibraryReadOnlyError, NotFoundError, ZocratesError
+from zocrates_nb.errors import LibraryReadOnlyError, NotFoundError, StorageUnavailableError, ZocratesError
 from zocrates_nb.export.zotero_note import NoteCitations
 from zocrates_nb.library.writing.choice import choose_writers, usable_writers, writer_summary
 from zocrates_nb.library.writing.note_writers import NoteWriter, WriterUnavailable
 from zocrates_nb.library.writing.outbox import Outbox, OutboxEntry
+from zocrates_nb.storage.space import why_unwritable, write_problem
 
 __all__ = [
     "SaveRecord",
     "SavedNote",
     "answer_note",
+    "index_saved_note",
     "push_outbox",
     "resolve_gone_waiting",
     "save_note",
@@ -132,13 +135,35 @@ def save_to_zotero(
     """Outbox entry → indexed at once → pushed; the record says where the note is now."""
     outbox = Outbox.for_paths(paths)
     entry = outbox.add(html, title=title, parent_key=parent_key, collection_keys=collection_keys)
-    corpus.materialize_note(entry.as_note())
+    index_saved_note(corpus, entry.as_note(), paths.root, title, "is in the outbox")
     report = push_outbox(paths, config)
     written = dict(report.written)
     if entry.key in written:
         return SaveRecord(entry.key, written[entry.key], parent_key, tuple(collection_keys))
     reason = dict(report.kept).get(entry.key) or "not sent yet"
     return SaveRecord(entry.key, "outbox", parent_key, tuple(collection_keys), reason)
+
+
+def index_saved_note(corpus, note, root, title: str, kept: str) -> None:
+    """Index a note the library (or the outbox) already holds; a full or read-only disk says so.
+
+    Why a message of its own: the note is safe by now, and the user must learn that, not see a
+    traceback and save again. A retry is harmless anyway (the demo library and the outbox return
+    the note they hold for the same note), and the next sync indexes what this could not."""
+    try:
+        corpus.materialize_note(note)
+    except (OSError, sqlite3.Error, StorageUnavailableError) as exc:
+        problem = write_problem(root, exc)
+        if problem is None:
+            raise
+        raise StorageUnavailableError(
+            f"The note “{title}” {kept} as {note.key}, but could not be indexed: "
+            f"{why_unwritable(root, problem)}. It is not lost: the next sync indexes it, and saving it "
+            "again finds this note instead of writing a second copy.",
+            "Free some space (at least 100 MB) or make the data directory writable, then sync."
+            if problem == "full"
+            else "Make the data directory writable (or copy it somewhere writable), then sync.",
+        ) from exc
 
 
 # ----------------------------------------------------------------------------- what the user sees
@@ -253,7 +278,7 @@ def save_note(
         note = wb.source.create_note(
             html, parent_key=parent_key, collection_keys=(collection_key,) if collection_key else ()
         )
-        wb.corpus.materialize_note(note)
+        index_saved_note(wb.corpus, note, wb.paths.root, title, "was saved to the library")
     where = _where(wb, parent_key, collection_key, names)
     wb.events.emit(
         "save",

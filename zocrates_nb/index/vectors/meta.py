@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from zocrates_nb.errors import IndexCorruptError, ZocratesError
 from zocrates_nb.index.vectors.handles import IndexBusyError
+from zocrates_nb.storage.space import unavailable, write_problem
 
 __all__ = [
     "NO_COLLECTION",
@@ -136,6 +138,8 @@ def user_error(exc: Exception, *, http: bool, host: str, port: int, where: str, 
             hint=f"Start it with `chroma run --path DIR --host {host} --port {port}`, "
             'or set config["vectors"]["mode"] to "persistent".',
         )
+    if not http and (problem := write_problem(Path(where), exc)):  # a full or read-only disk is not damage
+        return unavailable("The vector index", Path(where) / "chroma.sqlite3", problem, exc)
     if looks_corrupt(exc):
         return IndexCorruptError(f"The vector index at {where} is damaged: {exc}", hint=rebuild_hint)
     return exc

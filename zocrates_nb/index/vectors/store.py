@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from zocrates_nb.errors import IndexCorruptError, ZocratesError
+from zocrates_nb.errors import IndexCorruptError, StorageUnavailableError, ZocratesError
 from zocrates_nb.index.vectors import handles as vector_handles
 from zocrates_nb.index.vectors.handles import IndexBusyError, acquire_handle, drop_client, exclusive, release_handle
 from zocrates_nb.index.vectors.meta import chunk_metadata, is_chroma_folder, is_locked_error, user_error, where_for
@@ -247,7 +247,8 @@ class VectorStore(VectorReads):
             where=self._where(),
             rebuild_hint=_REBUILD_HINT,
         )
-        if error is not exc and isinstance(error, IndexCorruptError):
+        if error is not exc and isinstance(error, (IndexCorruptError, StorageUnavailableError)):
+            # a damaged or full store: stop its system now (its threads would abort the process at exit)
             drop_client(self._handle, _evict_system)
         return error
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from zocrates_nb.records import Note, new_key
 from zocrates_nb.storage.locks import file_lock
-from zocrates_nb.storage.sqlite_tx import enable_wal
+from zocrates_nb.storage.sqlite_tx import connect_read_only, enable_wal
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, write_token TEXT NOT NULL, html TEXT NOT NULL,
@@ -120,6 +120,12 @@ class Outbox:
             conn.execute(statement)
         return conn
 
+    def _read(self) -> sqlite3.Connection:
+        """For the reads: read-only where the data directory cannot be written (no schema, no WAL)."""
+        if self.paths is not None and self.paths.unwritable:
+            return connect_read_only(self.path, timeout=30.0, isolation_level=None)
+        return self._connect()
+
     # -- adding and reading ----------------------------------------------
     def add(
         self,
@@ -130,6 +136,13 @@ class Outbox:
         collection_keys: Sequence[str] = (),
         reason: str = "not sent yet",
     ) -> OutboxEntry:
+        """Queue a note; the same note queued again (a retried save) returns the entry already queued.
+
+        Why idempotent: a save can fail after this entry was written (a full disk while
+        indexing it); the user's retry must not send Zotero a second copy."""
+        for queued in (*self.entries(), *self.waiting()):  # waiting: Zotero has it, the snapshot not yet
+            if (queued.html, queued.parent_key, queued.collection_keys) == (html, parent_key, tuple(collection_keys)):
+                return queued
         entry = OutboxEntry(new_key(), html, parent_key, tuple(collection_keys), title, reason, secrets.token_hex(16))
         with closing(self._connect()) as conn:
             conn.execute(
@@ -150,7 +163,7 @@ class Outbox:
     def entries(self) -> list[OutboxEntry]:
         if not self.path.exists():
             return []
-        with closing(self._connect()) as conn:
+        with closing(self._read()) as conn:
             rows = conn.execute(
                 "SELECT key, html, parent_key, collection_keys, title, reason, write_token, attempts "
                 "FROM entries ORDER BY created"
@@ -161,7 +174,7 @@ class Outbox:
         """Notes Zotero confirmed that the library snapshot does not show yet."""
         if not self.path.exists():
             return []
-        with closing(self._connect()) as conn:
+        with closing(self._read()) as conn:
             rows = conn.execute(
                 "SELECT key, html, parent_key, collection_keys, title, written_to, written "
                 "FROM waiting ORDER BY written"
@@ -177,14 +190,14 @@ class Outbox:
         ``outbox.sqlite`` (nothing was ever saved) costs a ``stat``, not a database."""
         if not self.path.exists():
             return {}
-        with closing(self._connect()) as conn:
+        with closing(self._read()) as conn:
             return dict(conn.execute("SELECT key, reason FROM entries").fetchall())
 
     def counts(self) -> dict:
         """``outbox`` and ``waiting`` sizes, and how long the oldest waiting note has waited (s, or None)."""
         if not self.path.exists():
             return {"outbox": 0, "waiting": 0, "oldest_waiting_s": None}
-        with closing(self._connect()) as conn:
+        with closing(self._read()) as conn:
             waiting, oldest = conn.execute("SELECT count(*), min(written) FROM waiting").fetchone()
             return {
                 "outbox": conn.execute("SELECT count(*) FROM entries").fetchone()[0],
@@ -220,8 +233,8 @@ class Outbox:
 
     def forget_waiting(self, keys: Sequence[str]) -> None:
         """The snapshot now shows these notes: from here on Zotero is the only truth about them."""
-        if not keys or not self.path.exists():
-            return
+        if not keys or not self.path.exists() or (self.paths is not None and self.paths.unwritable):
+            return  # reading only: the next writable run forgets them
         with closing(self._connect()) as conn:
             conn.executemany("DELETE FROM waiting WHERE key = ?", [(k,) for k in keys])
 
