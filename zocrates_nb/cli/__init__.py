@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 
 from zocrates_nb.cli.common import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, ParserBuilder
 from zocrates_nb.errors import ValidationError, ZocratesError
@@ -91,6 +93,19 @@ def _report(kind: str, exc: ZocratesError) -> None:
         print(f"  hint: {exc.hint}", file=sys.stderr)
 
 
+def _unwritable(args: argparse.Namespace, exc: BaseException) -> ZocratesError | None:
+    """The one clear error for a write that a full disk or a read-only directory refused, wherever it
+    happened (a lock file, a log, a store): the net under every writer, so no such failure is ever a
+    traceback (issue 26). None for any other error: that one is a bug and keeps its traceback."""
+    from zocrates_nb.cli.common import paths_from_args
+    from zocrates_nb.storage.space import unavailable, write_problem
+
+    name = getattr(exc, "filename", None)
+    target = Path(name) if isinstance(name, str) else paths_from_args(args).root / "zocrates_config.json"
+    problem = write_problem(target, exc)
+    return None if problem is None else unavailable("The file", target, problem, exc)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (``python -m zocrates_nb`` and the console script)."""
     parser = build_parser()
@@ -103,6 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_REFUSED
     except ZocratesError as exc:
         _report("error", exc)
+        return EXIT_ERROR
+    except (OSError, sqlite3.Error) as exc:
+        if (unwritable := _unwritable(args, exc)) is None:
+            raise
+        _report("error", unwritable)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("zocrates-nb: interrupted", file=sys.stderr)

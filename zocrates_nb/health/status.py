@@ -128,6 +128,7 @@ def collect_status(paths: DataPaths) -> dict[str, Any]:
     from zocrates_nb.health.checks import quick_health
 
     status["health"] = quick_health(paths)
+    status["writable"] = not (paths.root.exists() and write_problem(paths.root))  # no write hints when not
     from zocrates_nb.index.vectors.fill import read_progress
 
     dense = read_progress(paths.root)
@@ -139,6 +140,8 @@ def collect_status(paths: DataPaths) -> dict[str, Any]:
 def format_status(status: dict[str, Any]) -> str:
     """The status as a few readable lines (for the CLI)."""
     llm = status["llm"]
+    # while the directory cannot be written, suggest no command that writes (the space line says why)
+    suggest = (lambda command: f" — `{command}`") if status.get("writable", True) else (lambda command: "")
     if llm["configured"]:
         roles = ", ".join(f"{r}={m}" for r, m in sorted(llm["models"].items()))
         llm_line = (
@@ -147,12 +150,14 @@ def format_status(status: dict[str, Any]) -> str:
             + f" · API key {'set (' + llm['api_key_source'] + ')' if llm['api_key_set'] else 'NOT set'}"
         )
     else:
-        llm_line = "not configured (answers are evidence-only) — `zocrates-nb llm set --base-url URL --model NAME`"
+        llm_line = "not configured (answers are evidence-only)" + suggest(
+            "zocrates-nb llm set --base-url URL --model NAME"
+        )
     profile = (
         f"{status['profile_chars']} / {status['profile_limit']} characters · {status['profile_tokens']} tokens "
         f"({status['profile_share_of_128k']:.2%} of 128k)"
         if status["profile_configured"]
-        else "not set — `zocrates-nb profile set --text '...'`"
+        else "not set" + suggest("zocrates-nb profile set --text '...'")
     )
     corpus = status["corpus"]
     lines = [

@@ -34,11 +34,10 @@ def open_paths(paths: DataPaths) -> DataPaths:
 
 
 def require_writable(paths: DataPaths, doing: str) -> bool:
-    """Raise (a true hint, nothing written) while ``paths`` cannot be written; True when it was opened
+    """Raise (a true hint, nothing written) while ``paths`` cannot be written, or has filled up since it
+    was opened; True when it was opened
     for reading only but can be written now (the caller re-opens its stores for writing)."""
-    if not paths.unwritable:
-        return False
-    now = write_problem(paths.root)
+    now = write_problem(paths.root)  # a statvfs and an access check: the disk may have filled since
     if now is not None:
         raise refused(doing, paths.root, now)
-    return True
+    return bool(paths.unwritable)
