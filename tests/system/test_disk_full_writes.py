@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.faults import cli, clean_run, seed_from_env, state
+from tests.system.faults import clean_run, cli, seed_from_env, state
 from tests.system.tmpfs import fill, no_destructive_advice, tmpfs
 from zocrates_nb.errors import StorageUnavailableError
 from zocrates_nb.workbench.core import Workbench

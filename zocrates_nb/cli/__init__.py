@@ -19,8 +19,8 @@ Exit codes: 0 success; 2 a refused value or bad usage (the file is left as it wa
 from __future__ import annotations
 
 import argparse
-import sys
 import sqlite3
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
