@@ -9,6 +9,7 @@ evidence-only answers when no language model is configured.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.diagnostics.events import EventLog, NullEventLog
-from zocrates_nb.errors import NotFoundError
+from zocrates_nb.errors import IndexCorruptError
 from zocrates_nb.export.zotero_note import NoteCitations
 from zocrates_nb.library.base import LibrarySource
 from zocrates_nb.library.pending import zotero_library_path
@@ -81,7 +82,7 @@ class Workbench(WorkbenchViews):
         if self.paths.unwritable:
             return  # no healing, first sync or warm-up: each would write
         self._heal_meta_db()
-        if auto_sync and self._needs_first_sync():
+        if auto_sync and (not self.paths.meta_db.exists() or self.corpus.meta.count() == 0):  # a first sync
             # in the background mode the first sync commits the lexical index only; the warm-up
             # thread embeds the chunks behind it (searches answer lexically, with a notice, until then)
             self.sync(progress=progress, vectors=not dense_in_background)
@@ -190,14 +191,15 @@ class Workbench(WorkbenchViews):
         """Refuse ``doing`` while the directory cannot be written; re-open for writing once it can."""
         if require_writable(self.paths, doing):
             with self._lock:
-                self._close_opened(("tools", "coordinator", "corpus", "index"))
-                self.source.close()
                 self.paths = open_paths(self.paths)
                 self.events = EventLog(self.paths.diagnostics)
-                self.source = self._with_pending(self._open_source(None, None))
+                self._reopen(("tools", "coordinator", "corpus", "index"))
 
-    def _needs_first_sync(self) -> bool:
-        return not self.paths.meta_db.exists() or self.corpus.meta.count() == 0
+    def _reopen(self, names: Sequence[str]) -> None:
+        """Close the named parts and the library source; the source opens afresh, the parts on next use."""
+        self._close_opened(names)
+        self.source.close()
+        self.source = self._with_pending(self._open_source(None, None))
 
     def _close_opened(self, names: Sequence[str]) -> None:
         """Close (and forget) the named parts that were opened; the next use re-opens them."""
@@ -225,10 +227,6 @@ class Workbench(WorkbenchViews):
         the way is checked with ``PRAGMA quick_check``; real damage is repaired and the
         sync run once more. ``vectors=False`` commits the lexical index only (a background
         warm-up embeds behind it)."""
-        import sqlite3
-
-        from zocrates_nb.errors import IndexCorruptError
-
         self._writable("sync the library")
         with self._lock:
             push_outbox_on_sync(self.source, self.paths, self.config, self.events)
@@ -333,18 +331,8 @@ class Workbench(WorkbenchViews):
     # -- your own Zotero ---------------------------------------------------
     def use_zotero(self, path: str | Path | None = None) -> SyncReport:
         """Switch this data directory to a Zotero data directory (the detected one by default) and sync it."""
-        if path is None:
-            offer = self.zotero_offer()
-            if offer is None:
-                raise NotFoundError(
-                    "No Zotero data directory was found.",
-                    "Pass its folder: wb.use_zotero('~/Zotero'), or run `zocrates-nb library detect`.",
-                )
-            path = offer.path
-        folder = Path(path).expanduser().resolve()
+        folder = self.zotero_folder(path)
         self._writable("switch to your Zotero library")
-        if not (folder / "zotero.sqlite").is_file():
-            raise NotFoundError(f"No zotero.sqlite inside {folder}.", "Give Zotero's data directory.")
         self.config.update(
             lambda cfg: {
                 **cfg,
@@ -352,11 +340,7 @@ class Workbench(WorkbenchViews):
             }
         )
         with self._lock:
-            self._close_opened(("corpus",))
-            for name in ("tools", "coordinator"):
-                self.__dict__.pop(name, None)
-            self.source.close()
-            self.source = self._with_pending(self._open_source(None, None))
+            self._reopen(("corpus", "tools", "coordinator"))
         return self.sync(progress=False)
 
     def rebuild_index(self) -> dict[str, Any]:

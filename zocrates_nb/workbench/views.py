@@ -9,7 +9,10 @@ unchanged.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from zocrates_nb.errors import NotFoundError
 
 if TYPE_CHECKING:
     from zocrates_nb.corpus.sync import Corpus
@@ -65,6 +68,22 @@ class WorkbenchViews:
             return None
         found = detect(probe=False)
         return found[0] if found else None
+
+    def zotero_folder(self, path: str | Path | None = None) -> Path:
+        """The Zotero data directory ``path`` names (the detected one by default), checked to hold a
+        ``zotero.sqlite``: what ``use_zotero`` switches to."""
+        if path is None:
+            offer = self.zotero_offer()
+            if offer is None:
+                raise NotFoundError(
+                    "No Zotero data directory was found.",
+                    "Pass its folder: wb.use_zotero('~/Zotero'), or run `zocrates-nb library detect`.",
+                )
+            path = offer.path
+        folder = Path(path).expanduser().resolve()
+        if not (folder / "zotero.sqlite").is_file():
+            raise NotFoundError(f"No zotero.sqlite inside {folder}.", "Give Zotero's data directory.")
+        return folder
 
     def pending_notes(self) -> dict[str, str]:
         """Notes saved here that wait in the outbox (not yet in Zotero), key → why; {} for the demo library.
