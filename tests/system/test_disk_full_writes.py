@@ -20,6 +20,7 @@ import pytest
 from tests.system.faults import clean_run, cli, seed_from_env, state
 from tests.system.tmpfs import fill, no_destructive_advice, tmpfs
 from zocrates_nb.errors import StorageUnavailableError
+from zocrates_nb.paths import DataPaths
 from zocrates_nb.workbench.core import Workbench
 
 SEED = seed_from_env()
@@ -51,8 +52,13 @@ def _half_written(home: Path) -> list[str]:
     return sorted(p.name for p in corpus.iterdir() if p.name.startswith(".tmp") or p.name not in rows)
 
 
+def _clean_state(template: Path, tmp_path: Path) -> dict:
+    """A clean run's state, read from a copy (reading records events: the shared template stays as it was)."""
+    return state(Path(shutil.copytree(template, tmp_path / "clean")))
+
+
 @pytest.mark.parametrize("free_kib", FREE_KIB)
-def test_a_first_sync_into_a_nearly_full_directory_stops_at_once_and_resumes(mount, demo_template, free_kib):
+def test_a_first_sync_into_a_nearly_full_directory_stops_at_once_and_resumes(mount, demo_template, free_kib, tmp_path):
     print(f"ZOCRATES_FAULT_SEED={SEED} free={free_kib} KiB")
     home = mount / "data"
     filler = fill(mount, free_kib)
@@ -71,7 +77,7 @@ def test_a_first_sync_into_a_nearly_full_directory_stops_at_once_and_resumes(mou
         filler.unlink()
         code, out, err = cli(home, "sync")
         assert code == 0, err
-    assert state(home) == state(demo_template)
+    assert state(home) == _clean_state(demo_template, tmp_path)
 
 
 def test_a_save_the_index_cannot_take_is_kept_once_and_indexed_once_space_is_back(mount, demo_template, tmp_path):
@@ -100,7 +106,7 @@ def test_a_save_the_index_cannot_take_is_kept_once_and_indexed_once_space_is_bac
 
 
 @pytest.mark.parametrize("free_kib", (600, 1150))  # refused up front; enough for the demo index
-def test_a_rebuild_on_a_full_disk_says_so_and_a_later_one_completes(mount, demo_template, free_kib):
+def test_a_rebuild_on_a_full_disk_says_so_and_a_later_one_completes(mount, demo_template, free_kib, tmp_path):
     home = mount / "data"
     shutil.copytree(demo_template, home)
     filler = fill(mount, free_kib)
@@ -113,4 +119,39 @@ def test_a_rebuild_on_a_full_disk_says_so_and_a_later_one_completes(mount, demo_
     assert code == 0, err  # a rebuild stopped part-way took nothing away from search
     code, _, err = cli(home, "index", "rebuild")
     assert code == 0, err
-    assert state(home) == state(demo_template)
+    assert state(home) == _clean_state(demo_template, tmp_path)
+
+
+def test_an_outbox_push_on_a_full_disk_sends_each_note_once(tmp_path, monkeypatch):
+    """Zotero takes a note, then the outbox cannot record it: the next push resends it under the same
+    write token, and Zotero creates nothing new (the outbox's exactly-once, now across ENOSPC)."""
+    from tests.fakes.zotero_sqlite import ZoteroDB
+    from tests.fakes.zotero_web_api import FakeZoteroAPI
+    from tests.library.test_outbox import KEY, PAPER, USER_ID, _counts
+
+    zotero_dir = tmp_path / "Zotero"
+    zotero_dir.mkdir()
+    with ZoteroDB(zotero_dir / "zotero.sqlite", "9") as db:
+        db.add_paper(PAPER, "Spatially resolved transcriptomics", creators=[("Ana", "Lee", "author")], date="2020")
+        db.set_setting("account", "userID", USER_ID)
+    with tmpfs(tmp_path / "mnt", "60m") as mount, FakeZoteroAPI(library_id=USER_ID, api_key=KEY) as api:
+        api.add_item({"key": PAPER, "itemType": "journalArticle", "title": "Spatially resolved transcriptomics"})
+        home = mount / "data"
+        wb = Workbench(home, auto_sync=False)
+        wb.use_zotero(zotero_dir)
+        # big enough that recording them as sent needs new pages (a small update fits in the WAL's old ones)
+        keys = [wb.save_note(f"Run {i}", f"Run {i}.\n\n" + BIG_NOTE[:100_000], parent_key=PAPER).key for i in range(4)]
+        monkeypatch.setenv("ZOTERO_API_KEY", KEY)
+        wb.config.update({"writer": {"kind": "web", "library_id": str(USER_ID), "base_url": api.base_url}})
+        wb.close()
+        filler = fill(mount, random.Random(SEED).randrange(0, 64))
+        code, out, err = cli(home, "outbox", "push")
+        print(f"first push on a full disk: exit {code}, {len(api.created_by_post)} notes in Zotero: {err.strip()}")
+        no_destructive_advice(out + err)
+        if code != 0:
+            assert "disk is full" in err and "Free some space" in err, out + err
+        filler.unlink()
+        code, out, err = cli(home, "outbox", "push")
+        assert code == 0, err
+        assert sorted(api.created_by_post) == sorted(keys)  # each note created once, whatever the disk did
+        assert _counts(DataPaths(home)) == {"outbox": 0, "waiting": 4}

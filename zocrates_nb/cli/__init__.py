@@ -101,9 +101,12 @@ def _unwritable(args: argparse.Namespace, exc: BaseException) -> ZocratesError |
     from zocrates_nb.storage.space import unavailable, write_problem
 
     name = getattr(exc, "filename", None)
-    target = Path(name) if isinstance(name, str) else paths_from_args(args).root / "zocrates_config.json"
+    if isinstance(name, str):
+        target, what = Path(name), "The file"
+    else:  # SQLite does not say which database: the data directory is what cannot be written
+        target, what = paths_from_args(args).root, "The data directory"
     problem = write_problem(target, exc)
-    return None if problem is None else unavailable("The file", target, problem, exc)
+    return None if problem is None else unavailable(what, target, problem, exc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -46,6 +46,7 @@ from zocrates_nb.settings.schema import (  # noqa: F401  (re-exported: older imp
     section_keys,
 )
 from zocrates_nb.storage.atomic import write_atomically
+from zocrates_nb.storage.space import unavailable, write_problem
 
 if TYPE_CHECKING:
     from zocrates_nb.paths import DataPaths
@@ -281,6 +282,10 @@ class ConfigStore:
                     f"Another process has held the config lock {self.lock_path} for over {self.lock_timeout:g} s.",
                     hint="Wait for the other kernel or command to finish, then try again.",
                 ) from exc
+            except OSError as exc:  # a full disk or a read-only directory: the old file is still whole
+                if problem := write_problem(self.path, exc):
+                    raise unavailable("The config", self.path, problem, exc) from exc
+                raise
         return merge_defaults(new)
 
     def reset(self) -> dict:
