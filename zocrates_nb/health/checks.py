@@ -63,12 +63,30 @@ def check_space(paths: DataPaths) -> dict[str, Any]:
             ),
             "fix": f"make {root} writable (remount it read-write or fix its permissions)",
         }
-    if free < LOW_SPACE_BYTES:
+    index = _index_bytes(paths)
+    if free < max(LOW_SPACE_BYTES, index):
+        under = "under 100 MB" if free < LOW_SPACE_BYTES else f"less than the index's {human_bytes(index)}"
         return {
-            **finding("space", False, f"only {human_bytes(free)} free on the disk holding {root} (under 100 MB)"),
-            "fix": "free some space on that disk (syncing and saving fail on a full disk, nothing is lost)",
+            **finding("space", False, f"only {human_bytes(free)} free on the disk holding {root} ({under})"),
+            "fix": "free some space on that disk (syncing, saving and rebuilding fail on a full disk, nothing is lost)",
         }
     return finding("space", True, f"{human_bytes(free)} free on the disk holding {root}")
+
+
+def _index_bytes(paths: DataPaths) -> int:
+    """What the search index takes (the meta db with its FTS rows, and the vectors): a rebuild
+    writes about as much again before the old copy goes."""
+    files = [*Path(paths.root).glob("conversion_meta.db*")]
+    chroma = Path(paths.chroma)
+    if chroma.is_dir():
+        files += [p for p in chroma.rglob("*") if p.is_file()]
+    total = 0
+    for path in files:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue  # gone meanwhile
+    return total
 
 
 def check_leftovers(paths: DataPaths) -> dict[str, Any]:
