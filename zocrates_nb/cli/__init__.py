@@ -19,6 +19,7 @@ Exit codes: 0 success; 2 a refused value or bad usage (the file is left as it wa
 from __future__ import annotations
 
 import argparse
+import errno
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -93,6 +94,11 @@ def _report(kind: str, exc: ZocratesError) -> None:
         print(f"  hint: {exc.hint}", file=sys.stderr)
 
 
+#: the errors a write gets from a full disk, a read-only mount or missing permission
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EACCES, errno.EPERM}
+_SQLITE_WRITE = ("full", "readonly", "read-only", "disk i/o error", "unable to open database file")
+
+
 def _unwritable(args: argparse.Namespace, exc: BaseException) -> ZocratesError | None:
     """The one clear error for a write that a full disk or a read-only directory refused, wherever it
     happened (a lock file, a log, a store): the net under every writer, so no such failure is ever a
@@ -100,6 +106,9 @@ def _unwritable(args: argparse.Namespace, exc: BaseException) -> ZocratesError |
     from zocrates_nb.cli.common import paths_from_args
     from zocrates_nb.storage.space import unavailable, write_problem
 
+    text, code = str(exc).lower(), getattr(exc, "errno", None)
+    if code not in _WRITE_ERRNOS and not (isinstance(exc, sqlite3.Error) and any(w in text for w in _SQLITE_WRITE)):
+        return None  # not a refused write (a missing file, a closed pipe): never blamed on the disk
     name = getattr(exc, "filename", None)
     if isinstance(name, str):
         target, what = Path(name), "The file"
@@ -122,11 +131,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ZocratesError as exc:
         _report("error", exc)
         return EXIT_ERROR
-    except (OSError, sqlite3.Error) as exc:
-        if (unwritable := _unwritable(args, exc)) is None:
-            raise
-        _report("error", unwritable)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         print("zocrates-nb: interrupted", file=sys.stderr)
         return 130
@@ -135,6 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except (OSError, sqlite3.Error) as exc:
+        if (unwritable := _unwritable(args, exc)) is None:
+            raise
+        _report("error", unwritable)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

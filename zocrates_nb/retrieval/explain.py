@@ -132,7 +132,7 @@ def explain(
     """Where document ``key`` ranks for ``query``, and what the index holds for it.
 
     ``lexical_only``: the vector store cannot be opened (a data directory that cannot be written):
-    every rank is the lexical one, and the dense rank is None."""
+    every rank is the lexical one, and there is no dense rank."""
     rows = index.document_chunks(key)
     if not rows:
         raise QueryError(
@@ -149,6 +149,8 @@ def explain(
     dense_hits = [] if lexical_only else index.search(query, k=DEPTH, mode="dense", query_embedding=embedding)
     dense = [h.key for h in dense_hits]
     ranks = {"lexical": _rank_of(lexical, key), "dense": _rank_of(dense, key), "fused": _rank_of(fused_keys, key)}
+    if lexical_only:
+        del ranks["dense"]  # not read (the vector store cannot be opened), so no rank, not "beyond 200"
     first = rows[0]
     if first.kind == "note":
         only_notes = {"item_type": "note"}
