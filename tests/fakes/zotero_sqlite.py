@@ -163,6 +163,13 @@ class ZoteroDB:
         (value_id,) = self.conn.execute("SELECT valueID FROM itemDataValues WHERE value = ?", (value,)).fetchone()
         self.conn.execute("INSERT INTO itemData VALUES (?, ?, ?)", (item_id, self.field_id[name], value_id))
 
+    def add_group(self, group_id: int, name: str, library_id: int = 2) -> None:
+        """Library ``library_id`` (2 is a group library in every fake) as zotero.org group ``group_id``."""
+        self.conn.execute(
+            "INSERT INTO groups(groupID, libraryID, name, description, version) VALUES (?, ?, ?, '', 3)",
+            (group_id, library_id, name),
+        )
+
     def add_collection(self, key: str, name: str, parent: str | None = None, library_id: int = 1) -> None:
         cur = self.conn.execute(
             "INSERT INTO collections(collectionName, parentCollectionID, libraryID, key) VALUES (?, ?, ?, ?)",

@@ -91,3 +91,43 @@ def test_an_answers_sources_link_into_zotero_in_the_chat_panel(tmp_path):
     page = {"title": "P", "kind": "paper", "page_start": 3, "page_end": 3, "attachment_key": "ATTACH22"}
     assert 'href="zotero://open-pdf/library/items/ATTACH22?page=3"' in render_sources([page])
     assert "zotero://" not in render_sources([{"title": "Demo note", "kind": "note"}])
+
+
+def test_a_desktop_group_librarys_results_and_pdfs_open_under_its_group(tmp_path, capsys):
+    """A group library read from zotero.sqlite (``library.desktop_library_id``) is linked by its zotero.org
+    groupID, for the item and for its PDF at the annotated page: under ``library`` Zotero finds nothing."""
+    from tests.fakes.pdf_files import write_pdf
+    from zocrates_nb.paths import DataPaths
+    from zocrates_nb.settings.config import ConfigStore
+
+    zdir = tmp_path / "zotero"
+    zdir.mkdir()
+    with ZoteroDB(zdir / "zotero.sqlite", "9") as db:
+        db.add_group(4711, "Lab reading group")
+        db.add_paper("GPAPER22", "Lymph node atlas of the lab", creators=[("Ann", "Lee", "author")], library_id=2)
+        db.add_attachment("GATTACH2", "GPAPER22", library_id=2)
+        db.add_annotation(
+            "GANNTT22",
+            "GATTACH2",
+            text="germinal centre boundaries drawn by hand",
+            page_index=2,
+            page_label="3",
+            library_id=2,
+        )
+        db.add_paper("MYPAPER2", "My own library's paper", creators=[("Bo", "Ng", "author")])
+    (zdir / "storage" / "GATTACH2").mkdir(parents=True)
+    write_pdf(zdir / "storage" / "GATTACH2" / "paper.pdf", [["one"], ["two"], ["germinal centre page"]])
+    data = tmp_path / "data"
+    assert main(["--data-dir", str(data), "sync", "--zotero-dir", str(zdir)]) == 0
+    ConfigStore.for_paths(DataPaths(data)).update({"library": {"desktop_library_id": 2}})
+    assert main(["--data-dir", str(data), "sync"]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", str(data), "search", "germinal centre boundaries", "--mode", "lexical", "--json"]) == 0
+    hits = {h["key"]: h for h in json.loads(capsys.readouterr().out)["hits"]}
+    assert "MYPAPER2" not in hits  # one library at a time
+    assert hits["GPAPER22"]["zotero_select"] == "zotero://select/groups/4711/items/GPAPER22"
+    annotation = hits["GANNTT22"]
+    assert annotation["zotero_select"] == "zotero://select/groups/4711/items/GPAPER22"
+    assert annotation["open_pdf"] == "zotero://open-pdf/groups/4711/items/GATTACH2?page=3&annotation=GANNTT22"
+    html = render_search_results(list(hits.values()), query="germinal centre")
+    assert "zotero://open-pdf/groups/4711/items/GATTACH2" in html and "open-pdf/library/" not in html

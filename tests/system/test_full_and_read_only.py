@@ -101,3 +101,33 @@ def test_a_full_disk_reads_refuses_writes_and_comes_back_unchanged(mounted, demo
     code, out, _ = cli(home, "doctor")
     assert code == 0 and "ok      space" in out, out  # ~147 MB free again
     assert state(home) == state(clean_home)
+
+
+def test_a_read_only_store_whose_last_commits_wait_in_its_wal_is_read_with_them(mounted):
+    """A process died before its WAL was checkpointed, then the directory became read-only (a backup
+    taken at that moment): ``immutable`` would ignore the log and read a stale, even "malformed" file."""
+    import subprocess
+    import sys
+
+    from zocrates_nb.storage.sqlite_tx import connect_read_only
+
+    meta = mounted / "data" / "conversion_meta.db"
+    commit_then_die = (
+        "import os, sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=WAL'); "
+        "c.execute('PRAGMA wal_autocheckpoint=0'); c.execute('CREATE TABLE probe_after_crash (x)'); "
+        "c.commit(); os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", commit_then_die, str(meta)], check=True)
+    assert meta.with_name(meta.name + "-wal").stat().st_size > 0
+    meta.with_name(meta.name + "-shm").unlink(missing_ok=True)
+    remount(mounted, "ro")
+    conn = connect_read_only(meta)
+    try:
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'probe_after_crash'").fetchone() == (1,)
+    finally:
+        conn.close()
+    code, out, _ = cli(mounted / "data", "status")
+    assert code == 0 and "33 notes" in out and "malformed" not in out, out
+    code, out, _ = cli(mounted / "data", "doctor")
+    assert "damaged" not in out and "ok      meta_db    not checked" in out, out
+    remount(mounted, "rw")

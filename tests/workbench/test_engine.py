@@ -76,3 +76,38 @@ def test_a_shared_engine_folder_is_refused(data_dir, runtime_dir):
     os.chmod(folder, 0o777)
     with pytest.raises(ZocratesError, match="not private"):
         socket_path(DataPaths(data_dir))
+
+
+def test_search_never_needs_the_engine_folder(demo_home, tmp_path, monkeypatch, capsys):
+    """No runtime folder, or one others may write: no engine is asked, and the search runs here."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "missing" / "run"))
+    assert "engine" not in _search(capsys, demo_home)
+    assert not (tmp_path / "missing").exists()  # a client makes nothing
+    shared = tmp_path / "shared"
+    (shared / f"zocrates-{os.getuid()}").mkdir(parents=True)
+    os.chmod(shared / f"zocrates-{os.getuid()}", 0o777)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(shared))
+    assert "engine" not in _search(capsys, demo_home)
+
+
+def test_an_engine_that_does_not_answer_is_reported_and_search_goes_on_without_it(demo_home, runtime_dir, capsys):
+    import socket
+
+    from zocrates_nb.workbench.engine import EngineNotAnswering
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as hung:  # accepts connections, never answers
+        hung.bind(str(socket_path(DataPaths(demo_home))))
+        hung.listen(8)
+        with pytest.raises(EngineNotAnswering, match="did not answer") as caught:
+            ask_engine(DataPaths(demo_home), {"op": "ping"}, timeout=0.5)
+        assert "pkill -f" in caught.value.hint and "--no-engine" in caught.value.hint
+        assert "engine" not in _search(capsys, demo_home)  # after a 5 s ping, not a 120 s wait
+        assert main(["--data-dir", str(demo_home), "engine", "status"]) == 1
+        assert "did not answer" in capsys.readouterr().err
+
+
+def test_an_engine_is_not_started_for_a_data_directory_that_does_not_exist(tmp_path, runtime_dir, capsys):
+    assert main(["--data-dir", str(tmp_path / "new"), "engine", "start"]) == 1
+    err = capsys.readouterr().err
+    assert "no data directory" in err and f"zocrates-nb --data-dir {tmp_path / 'new'} sync" in err
+    assert not (tmp_path / "new").exists()

@@ -77,7 +77,7 @@ def hit_evidence(hit: Any, *, query: str, step: int, zotero_library: str | None 
         "abstract": get("abstract"),
         "inlined": get("kind") == "note" and word_count is not None and word_count < INLINE_WORDS,
         # a paper chunk from its PDF: page_start/page_end, their labels, the attachment and its open-pdf link
-        **page_fields(page_span(hit), get("key") if annotation is not None else None),
+        **page_fields(page_span(hit), get("key") if annotation is not None else None, zotero_library),
         "zotero_select": select_url(get("parent_key") if annotation is not None else get("key"), zotero_library),
         # a PDF annotation's marks (the highlighted text, the comment, the colour, the library)
         **({"annotation": dict(annotation)} if annotation is not None else {}),

@@ -93,11 +93,12 @@ class MetaDB:
             self.conn = self._connect(busy_timeout_ms)
             enable_wal(self.conn)
             self.conn.execute("PRAGMA synchronous = NORMAL")
-            with self.write() as conn:
-                _allow_annotations(conn)
-                for statement in _statements(_SCHEMA):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if not _schema_current(self.conn):  # a write: skipped when there is nothing to add (a full disk)
+                with self.write() as conn:
+                    _allow_annotations(conn)
+                    for statement in _statements(_SCHEMA):
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             # reads use their own connection: in WAL they see the last commit and never wait
             # for (or see the uncommitted half of) a sync running on the writer connection
             self._reader = self._connect(busy_timeout_ms)
@@ -258,4 +259,14 @@ def _row(row: tuple) -> MetaRow:
         updated_at=row[7],
         context_hash=row[8],
         collections=tuple(json.loads(row[9] or "[]")),
+    )
+
+
+def _schema_current(conn: sqlite3.Connection) -> bool:
+    """Whether the file already holds this version's tables (``user_version`` is set after them)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    return (
+        version == SCHEMA_VERSION
+        and conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents'").fetchone()
+        is not None
     )

@@ -38,8 +38,9 @@ def annotation_title(facts: Mapping[str, Any] | None, parent_title: str | None) 
     return f"{name}, p. {page}" if page else name
 
 
-def annotation_fields(hit: Any) -> dict[str, Any]:
-    """The fields an annotation's ``search --json`` hit carries besides the common ones ({} for others)."""
+def annotation_fields(hit: Any, library: str | None = None) -> dict[str, Any]:
+    """The fields an annotation's ``search --json`` hit carries besides the common ones ({} for others);
+    ``library``: where its attachment lives in Zotero's links (``library``, ``groups/<id>``)."""
     facts = _get(hit, "annotation")
     if _get(hit, "kind") != "annotation" or not isinstance(facts, Mapping):
         return {}
@@ -54,7 +55,7 @@ def annotation_fields(hit: Any) -> dict[str, Any]:
         "page_label": facts.get("page_label") or "",
         "attachment_key": facts.get("attachment_key") or "",
         "library_id": facts.get("library_id"),
-        "open_pdf": open_pdf_url(span, _get(hit, "key")) if span is not None else None,
+        "open_pdf": open_pdf_url(span, _get(hit, "key"), library) if span is not None else None,
     }
 
 
@@ -78,7 +79,7 @@ def annotation_cell(hit: Any) -> str:
     if facts.get("color_meaning"):
         where.append(f"{facts.get('color_name') or facts.get('color')} = {facts['color_meaning']}")
     line = esc(" · ".join(where))
-    url = open_pdf_url(span, _get(hit, "key")) if span is not None else None
+    url = _get(hit, "open_pdf") or (open_pdf_url(span, _get(hit, "key")) if span is not None else None)
     if url:
         line += f' · <a class="zc-open-pdf" href="{esc(url)}">open in Zotero</a>'
     if _get(hit, "parent_title"):

@@ -5,7 +5,8 @@ Why one module: the agents' evidence, ``search --json``, the notebook's result t
 sources all say where in a PDF a passage is; they take it from here so they say it the same way.
 Pure functions over ``records.PageSpan`` (or a hit from ``search --json``, which carries the flat fields).
 
-The link is ``zotero://open-pdf/library/items/<attachment key>?page=N``: Zotero's protocol handler
+The link is ``zotero://open-pdf/library/items/<attachment key>?page=N`` (``groups/<id>`` for a group
+library's attachment): Zotero's protocol handler
 (``components/zotero-protocol-handler.js``, ``OpenPDFExtension``) opens the attachment in its reader
 at page N, counted from 1 (the physical page, not the printed label: "p. 289" may be ``page=303``).
 """
@@ -32,21 +33,24 @@ def select_url(key: str | None, library: str | None) -> str | None:
     return f"zotero://select/{library}/items/{key}"
 
 
-def open_pdf_url(span: PageSpan, annotation_key: str | None = None) -> str | None:
+def open_pdf_url(span: PageSpan, annotation_key: str | None = None, library: str | None = None) -> str | None:
     """The ``zotero://open-pdf`` link to the first page of ``span`` (None for a key that is not Zotero's);
     with ``annotation_key`` it also selects that annotation (``&annotation=KEY``, the reader scrolls to it).
+    ``library``: the library path of the attachment (``groups/<id>``: Zotero looks the key up in that
+    group, and a group's key opens nothing under ``library``); ``library`` by default.
 
     The one place the link is made for page spans and annotations.
     """
     if not is_valid_key(span.attachment_key):
         return None
-    url = f"zotero://open-pdf/library/items/{span.attachment_key}?page={int(span.start) + 1}"
+    where = library if library and _LIBRARY_PATH.fullmatch(library) else "library"
+    url = f"zotero://open-pdf/{where}/items/{span.attachment_key}?page={int(span.start) + 1}"
     return f"{url}&annotation={annotation_key}" if annotation_key and is_valid_key(annotation_key) else url
 
 
-def page_fields(span: PageSpan | None, annotation_key: str | None = None) -> dict[str, Any]:
+def page_fields(span: PageSpan | None, annotation_key: str | None = None, library: str | None = None) -> dict[str, Any]:
     """The flat fields a ``search --json`` hit carries: pages counted from 1, their labels, the link
-    (which selects the annotation, for an annotation's hit)."""
+    (which selects the annotation, for an annotation's hit; into ``library``, see ``open_pdf_url``)."""
     if span is None:
         return {}
     return {
@@ -56,7 +60,7 @@ def page_fields(span: PageSpan | None, annotation_key: str | None = None) -> dic
         "page_label_end": span.end_label,
         "pages": span.cite(),
         "attachment_key": span.attachment_key,
-        "open_pdf": open_pdf_url(span, annotation_key),
+        "open_pdf": open_pdf_url(span, annotation_key, library),
     }
 
 

@@ -155,7 +155,7 @@ def _pages_line(hit: Any) -> str:
     span = page_span(hit)
     if span is None:
         return ""
-    url = open_pdf_url(span)
+    url = field(hit, "open_pdf") or open_pdf_url(span)  # a search hit's own link knows its library
     link = f' · <a class="zc-open-pdf" href="{escape(url)}">open in Zotero</a>' if url else ""
     return f'<small class="zc-pages">{escape(span.cite())}{link}</small><br>'
 

@@ -14,6 +14,7 @@ from zocrates_nb.errors import ConfigError, ZocratesError
 from zocrates_nb.settings.config import ConfigStore, LLMSettings, merge_defaults
 from zocrates_nb.settings.profile import profile_token_report
 from zocrates_nb.storage.space import write_problem
+from zocrates_nb.storage.sqlite_tx import connect_read_only
 
 if TYPE_CHECKING:
     from zocrates_nb.paths import DataPaths
@@ -38,9 +39,12 @@ def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, d
     if not paths.meta_db.exists():
         return {}, 0, None, {}
     try:
-        # a read-only or full directory cannot hold the -shm a WAL read needs: read the file as it is
-        immutable = "&immutable=1" if write_problem(paths.meta_db) else ""
-        conn = sqlite3.connect(f"{paths.meta_db.resolve().as_uri()}?mode=ro{immutable}", uri=True, timeout=5)
+        # a read-only or full directory may not hold the -shm a WAL read needs: connect_read_only says why
+        conn = (
+            connect_read_only(paths.meta_db, timeout=5)
+            if write_problem(paths.meta_db)
+            else sqlite3.connect(f"{paths.meta_db.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        )
     except sqlite3.Error as exc:
         return {}, 0, f"cannot open {paths.meta_db.name}: {exc}", {}
     try:

@@ -30,12 +30,15 @@ def is_zotero_source(source: Any) -> bool:
 
 def zotero_library_path(source: Any) -> str | None:
     """Where a source's items live in Zotero's links: ``library`` (the user's library, desktop or Web API)
-    or ``groups/<id>`` (a Web API group library); None for the demo library, which Zotero does not hold."""
+    or ``groups/<groupID>`` (a group library: the Web API's, or a desktop database's chosen with
+    ``library.desktop_library_id``); None for the demo library, which Zotero does not hold."""
     inner = getattr(source, "source", source) if isinstance(source, PendingOverlay) else source
     if not is_zotero_source(inner):
         return None
     if getattr(inner, "library_type", "user") == "group":
         return f"groups/{inner.library_id}"
+    if getattr(inner, "library_id", None) is not None and hasattr(inner, "group_id"):  # a desktop group
+        return f"groups/{inner.group_id}" if inner.group_id else None  # an unknown group: no link, not a wrong one
     return "library"
 
 

@@ -219,9 +219,10 @@ class SearchResults:
                     "pending_reason": self.pending.get(h.key),
                     # shows the item in Zotero (an annotation: its paper; the reader link selects the annotation)
                     "zotero_select": select_url(h.parent_key if h.kind == "annotation" else h.key, self.zotero_library),
-                    **page_fields(h.pages),  # page_start/page_end (from 1), their labels, the open-pdf link
+                    # page_start/page_end (from 1), their labels, the open-pdf link (into this library)
+                    **page_fields(h.pages, library=self.zotero_library),
                     # an annotation's: type, highlighted text, comment, colour, page label, attachment, library
-                    **annotation_fields(h),
+                    **annotation_fields(h, library=self.zotero_library),
                 }
                 for h in self.hits
             ],

@@ -7,7 +7,9 @@ transaction tries to upgrade from read to write (reliability-perf-anchors §2.1)
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -60,10 +62,12 @@ def enable_wal(conn: sqlite3.Connection, timeout: float = 30.0) -> None:
 def connect_read_only(path: str | Path, **kwargs: Any) -> sqlite3.Connection:
     """A connection that never writes ``path``'s directory: for a data directory that cannot be written.
 
-    Why two tries: ``mode=ro`` still creates the ``-shm`` file of a WAL database (it cannot on a
+    Why three tries: ``mode=ro`` still creates the ``-shm`` file of a WAL database (it cannot on a
     read-only mount, nor reliably on a full disk), while ``immutable=1`` opens anything but ignores a
-    ``-wal`` file a crash left behind. So ``mode=ro`` first (it sees such a WAL when its ``-shm``
-    exists), then ``immutable=1``; the caller has already refused every write.
+    ``-wal`` file: a store whose last commits wait there would read as stale or even "malformed". So
+    ``mode=ro`` first (it sees such a WAL when its ``-shm`` exists); then, with a non-empty ``-wal``,
+    a private copy of the two files elsewhere (``_applied_copy``); else ``immutable=1``. The caller
+    has already refused every write.
     """
     uri = Path(path).resolve().as_uri()
     conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, **kwargs)
@@ -72,6 +76,32 @@ def connect_read_only(path: str | Path, **kwargs: Any) -> sqlite3.Connection:
         return conn
     except sqlite3.OperationalError:
         conn.close()
+    copied = _applied_copy(Path(path), **kwargs)
+    if copied is not None:
+        return copied
     conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, **kwargs)
     conn.execute("PRAGMA schema_version").fetchone()
     return conn
+
+
+def _applied_copy(path: Path, **kwargs: Any) -> sqlite3.Connection | None:
+    """``path`` and its non-empty ``-wal`` copied to the temporary folder, the log applied there and the
+    copy's files unlinked while open (Linux keeps reading them): None without a log, or without room."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        if wal.stat().st_size == 0:
+            return None
+    except OSError:
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="zocrates-ro-"))
+    try:
+        shutil.copyfile(path, folder / path.name)
+        shutil.copyfile(wal, folder / wal.name)
+        conn = sqlite3.connect(str(folder / path.name), **kwargs)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode = DELETE")
+        return conn
+    except (OSError, sqlite3.Error):
+        return None  # no room for a copy either: the caller reads the file as it is
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -123,7 +123,7 @@ def run_doctor(paths: DataPaths, *, repair: bool = False) -> dict[str, Any]:
     elif findings[1]["ok"] and paths.meta_db.exists():
         wb = Workbench(paths.root, auto_sync=False)  # opening heals a damaged meta db (corpus/repair.py)
         try:
-            if meta_damaged:
+            if meta_damaged and not wb.paths.unwritable:  # reading only: the workbench healed nothing
                 findings[0]["done"] = "moved aside and re-created from the bundles"
             findings += _corpus_findings(wb, repair)
         finally:

@@ -29,37 +29,58 @@ from typing import Any
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.paths import DataPaths
 
-__all__ = ["DEFAULT_IDLE_S", "ask_engine", "search_via_engine", "serve", "socket_path", "start_engine"]
+__all__ = [
+    "DEFAULT_IDLE_S",
+    "EngineNotAnswering",
+    "ask_engine",
+    "search_via_engine",
+    "serve",
+    "socket_path",
+    "start_engine",
+]
 
 DEFAULT_IDLE_S = 1800.0
 _MAX_MESSAGE = 1 << 26
 
 
-def socket_path(paths: DataPaths) -> Path:
-    """``<runtime dir>/zocrates-<uid>/<hash of the data dir>.sock`` (short: AF_UNIX paths are ≤ 107 bytes)."""
+def socket_path(paths: DataPaths, *, create: bool = True) -> Path:
+    """``<runtime dir>/zocrates-<uid>/<hash of the data dir>.sock`` (short: AF_UNIX paths are ≤ 107 bytes).
+
+    ``create=False`` (a client asking whether an engine runs): nothing is made or checked here, so a
+    missing or read-only runtime folder never stops a search that would work without an engine."""
     base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"zocrates-{os.getuid()}"
+    digest = hashlib.sha256(str(Path(paths.root).resolve()).encode()).hexdigest()[:20]
+    if not create:
+        return base / f"{digest}.sock"
     base.mkdir(mode=0o700, exist_ok=True)
     if base.stat().st_uid != os.getuid() or base.stat().st_mode & 0o077:
         raise ZocratesError(
             f"The engine folder {base} is not private to this user.",
             hint=f"Remove it (`rm -r {base}`) and run the command again.",
         )
-    digest = hashlib.sha256(str(Path(paths.root).resolve()).encode()).hexdigest()[:20]
     return base / f"{digest}.sock"
 
 
 def ask_engine(paths: DataPaths, request: dict, timeout: float = 120.0) -> dict | None:
-    """Send one request to the data directory's engine; None when no engine answers."""
-    path = socket_path(paths)
-    if not path.exists():
-        return None
+    """Send one request to the data directory's engine; None when no engine answers.
+
+    An engine that does not answer within ``timeout`` (stopped, hung) raises ``EngineNotAnswering``."""
+    path = socket_path(paths, create=False)
+    if not _is_private_socket(path):
+        return None  # none, or not one of ours (another user's, a folder open to others): never talked to
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(timeout)
         try:
             conn.connect(str(path))
             conn.sendall(json.dumps(request).encode() + b"\n")
             reply = conn.makefile("rb").readline(_MAX_MESSAGE)
-        except (ConnectionError, FileNotFoundError):
+        except TimeoutError as exc:
+            raise EngineNotAnswering(
+                f"The engine for {paths.root} did not answer within {timeout:g} s (stopped or hung).",
+                hint=f"End its process (`pkill -f 'zocrates_nb.workbench.engine --data-dir {paths.root}'`); "
+                "searches work without it (`zocrates-nb search --no-engine …`).",
+            ) from exc
+        except OSError:
             return None  # a stale socket file, or an engine stopping: answer without it
     if not reply:
         return None
@@ -70,8 +91,27 @@ def ask_engine(paths: DataPaths, request: dict, timeout: float = 120.0) -> dict 
     return answer
 
 
+class EngineNotAnswering(ZocratesError):
+    """An engine's socket is there but the engine does not answer (stopped with SIGSTOP, hung)."""
+
+
+def _is_private_socket(path: Path) -> bool:
+    try:
+        folder, found = path.parent.stat(), path.stat()
+    except OSError:
+        return False
+    uid = os.getuid()
+    return folder.st_uid == uid and not folder.st_mode & 0o077 and found.st_uid == uid
+
+
 def search_via_engine(paths: DataPaths, query: str, k: int, filters: dict | None, mode: str | None) -> dict | None:
-    """The engine's ``SearchResults.to_dict()`` (plus ``"engine": True``), or None with no engine."""
+    """The engine's ``SearchResults.to_dict()`` (plus ``"engine": True``), or None with no engine (or
+    one that does not answer a ping within 5 s: the search then runs in this process, not after 120 s)."""
+    try:
+        if ask_engine(paths, {"op": "ping"}, timeout=5.0) is None:
+            return None
+    except EngineNotAnswering:
+        return None
     answer = ask_engine(paths, {"op": "search", "query": query, "k": k, "filters": filters, "mode": mode})
     return None if answer is None else {**answer["result"], "engine": True}
 
@@ -80,7 +120,12 @@ def start_engine(paths: DataPaths, idle_s: float = DEFAULT_IDLE_S, wait_s: float
     """Start a detached engine unless one answers; with ``wait_s`` wait until its dense side is ready."""
     answer = ask_engine(paths, {"op": "ping"}, timeout=5.0)
     if answer is None:
-        with open(Path(paths.root) / "engine.log", "ab") as log:
+        if not Path(paths.root).is_dir():
+            raise ZocratesError(
+                f"There is no data directory at {paths.root} yet: an engine would serve an empty library.",
+                hint=f"Run `zocrates-nb --data-dir {paths.root} sync` first, then start the engine.",
+            )
+        with open(_log_path(paths), "ab") as log:
             subprocess.Popen(
                 [
                     sys.executable,
@@ -105,9 +150,19 @@ def start_engine(paths: DataPaths, idle_s: float = DEFAULT_IDLE_S, wait_s: float
         if answer is None and time.monotonic() >= deadline + 30:
             raise ZocratesError(
                 "The engine did not start.",
-                hint=f"See {Path(paths.root) / 'engine.log'}; searches still work without it.",
+                hint=f"See {_log_path(paths)}; searches still work without it.",
             )
         time.sleep(0.1)
+
+
+def _log_path(paths: DataPaths) -> Path:
+    """``<data dir>/engine.log``, or beside the socket while the data directory cannot be written (the
+    engine then serves it read-only)."""
+    from zocrates_nb.storage.space import write_problem
+
+    if not write_problem(Path(paths.root)):
+        return Path(paths.root) / "engine.log"
+    return socket_path(paths).with_suffix(".log")
 
 
 # ----------------------------------------------------------------------------- the server side

@@ -80,6 +80,18 @@ class ZoteroDesktopLibrary:
         self._base_dir = Path(attachment_base_dir).expanduser() if attachment_base_dir else None
         self._base_dir_looked_up = False
 
+    @property
+    def group_id(self) -> int | None:
+        """The zotero.org groupID of the library read (None for My Library): Zotero's links name a
+        group's items by it (``zotero://select/groups/<groupID>/…``), not by the desktop libraryID."""
+        if self.library_id is None:
+            return None
+        if not hasattr(self, "_group_id"):
+            from zocrates_nb.library.desktop.detect import zotero_account
+
+            self._group_id = zotero_account(self.sqlite_path).get("groups", {}).get(self.library_id)
+        return self._group_id
+
     # -- protocol -------------------------------------------------------
     def describe(self) -> str:
         return f"zotero.sqlite snapshot of {self.sqlite_path}"
