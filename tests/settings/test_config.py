@@ -351,3 +351,12 @@ def test_redact_and_no_key_in_reprs():
     assert "sk" not in repr(LLMSettings(base_url="http://x"))
     with pytest.raises(ValidationError):
         store_api_key(DataPaths(Path("/nonexistent")), "two words")
+
+
+def test_a_config_path_that_is_a_folder_is_named(tmp_path):
+    from tests.system.faults import cli
+
+    home = tmp_path / "data"
+    (home / "zocrates_config.json").mkdir(parents=True)
+    code, _, err = cli(home, "search", "anything", "--mode", "lexical")
+    assert code == 1 and "is a folder, not the config file" in err and "Move the folder away" in err

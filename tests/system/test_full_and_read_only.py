@@ -131,3 +131,38 @@ def test_a_read_only_store_whose_last_commits_wait_in_its_wal_is_read_with_them(
     code, out, _ = cli(mounted / "data", "doctor")
     assert "damaged" not in out and "ok      meta_db    not checked" in out, out
     remount(mounted, "rw")
+
+
+def test_a_damaged_config_is_reported_as_damaged_on_a_read_only_or_full_disk(mounted):
+    home = mounted / "data"
+    (home / "zocrates_config.json").write_text('{"llm": {bad')
+    filler = fill(mounted, 0)
+    for _ in range(3):
+        code, _, err = cli(home, "search", QUERY, "--mode", "lexical")
+        assert code == 1 and "is damaged" in err and "No copy of it could be kept" in err, err
+    assert not list(home.glob("zocrates_config.json.corrupt-*"))  # no empty copies pile up
+    filler.unlink()
+    remount(mounted, "ro")
+    code, out, err = cli(home, "status")
+    assert "is damaged" in out + err and "cannot be written" not in out + err, out + err
+    remount(mounted, "rw")
+    code, _, err = cli(home, "search", QUERY, "--mode", "lexical")
+    assert code == 1 and "A copy of the damaged file was kept" in err  # writable again: the copy is kept
+
+
+def test_a_full_temporary_folder_is_not_reported_as_zotero_holding_its_lock(tmp_path, monkeypatch):
+    from tests.fakes.zotero_sqlite import ZoteroDB
+
+    zdir = tmp_path / "zotero"
+    zdir.mkdir()
+    with ZoteroDB(zdir / "zotero.sqlite", "9") as db:
+        for i in range(40):
+            db.add_paper(f"PAPR{i:04d}", f"Paper {i} " + "long title words " * 40, creators=[("A", "B", "author")])
+    with tmpfs(tmp_path / "tmp", "1m") as small:
+        fill(small, 8)
+        monkeypatch.setenv("TMPDIR", str(small))
+        import tempfile
+
+        monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+        code, _, err = cli(tmp_path / "data", "sync", "--zotero-dir", str(zdir))
+        assert code == 1 and "disk is full" in err and "TMPDIR" in err and "close Zotero" not in err, err

@@ -17,7 +17,7 @@ from typing import Any
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
 
-from zocrates_nb.errors import ValidationError, ZocratesError
+from zocrates_nb.errors import StorageUnavailableError, ValidationError, ZocratesError
 from zocrates_nb.health.status import collect_status
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.settings.config import LLM_FIELDS, ConfigStore
@@ -136,6 +136,9 @@ class LLMConfigHandler(_ZocratesHandler):
             self._write_json(
                 400, {"error": "ValidationError", "message": exc.message, "hint": exc.hint, "profile_limit": limit}
             )
+            return
+        except StorageUnavailableError as exc:  # a full disk or a read-only directory: not a server bug
+            self._write_problem(507 if "disk is full" in exc.message else 503, exc)
             return
         except ZocratesError as exc:
             self._write_problem(500, exc)

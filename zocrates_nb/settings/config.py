@@ -21,6 +21,7 @@ read. The API key is never stored here (see ``secrets.py``).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -222,6 +223,12 @@ class ConfigStore:
                 raw = fh.read()
         except FileNotFoundError:
             return {}, None
+        except IsADirectoryError as exc:
+            raise ConfigError(
+                f"{self.path} is a folder, not the config file.",
+                hint=f"Move the folder away (the config is re-created with the defaults), or restore the file "
+                f"{self.path.name} from a backup.",
+            ) from exc
         except OSError as exc:
             raise ConfigError(
                 f"Cannot read {self.path}: {exc.strerror}.", hint="Check the file's permissions."
@@ -232,15 +239,21 @@ class ConfigStore:
         except (UnicodeDecodeError, ValueError, ValidationError) as exc:
             kept = self._keep_corrupt_copy(raw)
             reason = exc.message if isinstance(exc, ValidationError) else f"not valid JSON ({exc.__class__.__name__})"
+            where = (
+                f"A copy of the damaged file was kept at {kept}."
+                if kept
+                else "No copy of it could be kept (the directory cannot be written); the file itself is unchanged."
+            )
             raise ConfigError(
-                f"The config file {self.path} is damaged: {reason}. A copy of the damaged file was kept at {kept}.",
+                f"The config file {self.path} is damaged: {reason}. {where}",
                 hint=f"Fix it by hand, restore a backup over {self.path.name}, or run `zocrates-nb config reset` "
                 "to start from the defaults (the copy stays).",
             ) from exc
         return data, (st.st_ino, st.st_size, st.st_mtime_ns)
 
-    def _keep_corrupt_copy(self, raw: bytes) -> Path:
-        """Copy the damaged bytes to ``<name>.corrupt-<timestamp>`` once per distinct content."""
+    def _keep_corrupt_copy(self, raw: bytes) -> Path | None:
+        """Copy the damaged bytes to ``<name>.corrupt-<timestamp>`` once per distinct content; None when
+        the directory cannot take it (read-only, full: no partial copy is left behind either)."""
         digest = hashlib.sha256(raw).hexdigest()
         for existing in sorted(self.path.parent.glob(self.path.name + ".corrupt-*")):
             try:
@@ -250,9 +263,16 @@ class ConfigStore:
                 continue
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 1_000_000_000:09d}"
         target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(raw)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError:
+            with contextlib.suppress(OSError):  # on a read-only mount even unlinking a missing file fails
+                target.unlink(missing_ok=True)
+            return None
         return target
 
     # -- writing ---------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from zocrates_nb.errors import ConfigError, ValidationError
 from zocrates_nb.storage.atomic import write_atomically
 from zocrates_nb.storage.locks import file_lock
+from zocrates_nb.storage.space import unavailable, write_problem
 
 if TYPE_CHECKING:
     from zocrates_nb.paths import DataPaths
@@ -29,9 +30,17 @@ REDACTED = "[redacted]"
 
 def _read_secrets(paths: DataPaths) -> dict:
     try:
+        if paths.secrets.is_dir():
+            raise IsADirectoryError(21, "it is a folder, not the key file")
         fd = os.open(paths.secrets, os.O_RDONLY)
     except FileNotFoundError:
         return {}
+    except OSError as exc:  # a folder of that name, no permission
+        raise ConfigError(
+            f"{paths.secrets} cannot be read: {exc.strerror}.",
+            hint="Move it away, then store the key again with `zocrates-nb llm set --api-key-stdin`, "
+            "or use the environment variable instead.",
+        ) from None
     with os.fdopen(fd, "rb") as fh:
         mode = os.fstat(fh.fileno()).st_mode
         if mode & (stat.S_IRWXG | stat.S_IRWXO):
@@ -48,7 +57,7 @@ def _read_secrets(paths: DataPaths) -> dict:
         # `from None`: the decoder error carries the document, i.e. possibly the key.
         raise ConfigError(
             f"{paths.secrets} is not valid JSON.",
-            hint="Delete it and store the key again with `zocrates-nb llm set --api-key-stdin`, "
+            hint="Store the key again with `zocrates-nb llm set --api-key-stdin` (it replaces the file), "
             "or use the environment variable instead.",
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("api_key", ""), str):
@@ -72,11 +81,8 @@ def api_key_source(paths: DataPaths, settings: LLMSettings) -> str | None:
     env_name = settings.api_key_env or "OPENAI_API_KEY"
     if os.environ.get(env_name, "").strip():
         return f"env:{env_name}"
-    try:
-        if _read_secrets(paths).get("api_key"):
-            return "secrets.json"
-    except ConfigError:
-        return "secrets.json (unreadable)"
+    if _read_secrets(paths).get("api_key"):  # an unreadable file raises ConfigError: the caller reports it
+        return "secrets.json"
     return None
 
 
@@ -84,10 +90,20 @@ def store_api_key(paths: DataPaths, key: str) -> None:
     """Write ``key`` to secrets.json atomically, owner-only from the first byte."""
     if not isinstance(key, str) or not key.strip() or any(c.isspace() for c in key.strip()):
         raise ValidationError("The API key must be a non-empty string without spaces.", hint="Paste the key alone.")
-    paths.root.mkdir(parents=True, exist_ok=True)
+    if paths.secrets.is_dir():
+        raise ConfigError(
+            f"{paths.secrets} is a folder, so the key cannot be stored there.",
+            hint="Move the folder away, then store the key again with `zocrates-nb llm set --api-key-stdin`.",
+        )
     payload = json.dumps({"api_key": key.strip()}).encode("utf-8")
-    with file_lock(paths.locks / "secrets.lock"):
-        write_atomically(paths.secrets, payload)  # mkstemp: 0600 from the first byte
+    try:
+        paths.root.mkdir(parents=True, exist_ok=True)
+        with file_lock(paths.locks / "secrets.lock"):
+            write_atomically(paths.secrets, payload)  # mkstemp: 0600 from the first byte
+    except OSError as exc:  # a full disk or a read-only directory: the old file (if any) is unchanged
+        if problem := write_problem(paths.secrets, exc):
+            raise unavailable("The key file", paths.secrets, problem, exc) from None  # never the key in a trace
+        raise
 
 
 def clear_api_key(paths: DataPaths) -> bool:

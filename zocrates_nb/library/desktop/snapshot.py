@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from zocrates_nb.errors import LibraryError, LibraryLockedError, LibraryReadOnlyError
+from zocrates_nb.errors import LibraryError, LibraryLockedError, LibraryReadOnlyError, StorageUnavailableError
 from zocrates_nb.library.base import Annotation, LibrarySnapshot, Note, Paper, is_safe_key
 from zocrates_nb.library.desktop.detect import attachment_base_dir as find_attachment_base_dir
 from zocrates_nb.library.desktop.files import attachment_path, is_pdf, needs_base_dir
@@ -37,6 +37,7 @@ from zocrates_nb.library.desktop.reader import AttachmentRow, FileText, Snapshot
 from zocrates_nb.library.desktop.reader import parse_zotero_date as parse_zotero_date
 from zocrates_nb.library.desktop.reader import strip_note_wrapper as strip_note_wrapper
 from zocrates_nb.records import PdfFile
+from zocrates_nb.storage.space import why_unwritable, write_problem
 
 _COPY_ATTEMPTS = 3
 
@@ -209,6 +210,13 @@ class ZoteroDesktopLibrary:
             except FileNotFoundError:
                 continue  # a -wal checkpointed away mid-copy: take it again
             except OSError as exc:
+                if problem := write_problem(folder, exc):  # the temporary folder is full: not a lock
+                    raise StorageUnavailableError(
+                        f"Could not copy Zotero's database {self.sqlite_path} to read it: "
+                        f"{why_unwritable(folder.parent, problem)} ({exc}). Nothing was changed or lost.",
+                        f"Free some space on the disk holding {folder.parent} (about the size of zotero.sqlite), "
+                        "or point TMPDIR at a folder on a disk with room, then run the command again.",
+                    ) from exc
                 raise LibraryLockedError(
                     f"Could not copy Zotero's database {self.sqlite_path}: {exc}",
                     "Zotero may hold the file locked on this system: close Zotero and retry, "
