@@ -144,7 +144,8 @@ def test_a_damaged_config_is_reported_as_damaged_on_a_read_only_or_full_disk(mou
     filler.unlink()
     remount(mounted, "ro")
     code, out, err = cli(home, "status")
-    assert "is damaged" in out + err and "cannot be written" not in out + err, out + err
+    assert "is damaged" in out + err and "cannot be written:" not in out + err, out + err
+    assert "`zocrates-nb config reset`" not in out + err  # it would fail here: named once it can work
     remount(mounted, "rw")
     code, _, err = cli(home, "search", QUERY, "--mode", "lexical")
     assert code == 1 and "A copy of the damaged file was kept" in err  # writable again: the copy is kept
@@ -166,3 +167,19 @@ def test_a_full_temporary_folder_is_not_reported_as_zotero_holding_its_lock(tmp_
         monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
         code, _, err = cli(tmp_path / "data", "sync", "--zotero-dir", str(zdir))
         assert code == 1 and "disk is full" in err and "TMPDIR" in err and "close Zotero" not in err, err
+
+
+def test_a_workbench_opened_on_a_full_disk_searches_with_its_vectors_once_space_is_back(mounted):
+    """A notebook kernel (or the warm engine) opened while the disk was full must not stay lexical."""
+    from zocrates_nb.workbench.core import Workbench
+
+    filler = fill(mounted, 0)
+    wb = Workbench(mounted / "data", auto_sync=False)
+    try:
+        assert "Reading only" in (wb.search(QUERY, k=5).notice or "")
+        filler.unlink()
+        again = wb.search(QUERY, k=5)
+        assert "Reading only" not in (again.notice or "") and wb.paths.unwritable is None
+        assert any(hit.ranks.get("dense") for hit in again.hits)
+    finally:
+        wb.close()

@@ -115,7 +115,16 @@ def _unwritable(args: argparse.Namespace, exc: BaseException) -> ZocratesError |
     else:  # SQLite does not say which database: the data directory is what cannot be written
         target, what = paths_from_args(args).root, "The data directory"
     problem = write_problem(target, exc)
-    return None if problem is None else unavailable(what, target, problem, exc)
+    if problem is None:
+        return None
+    error = unavailable(what, target, problem, exc)
+    root = paths_from_args(args).root
+    resolved, root = target.resolve(), root.resolve()
+    if resolved != root and root not in resolved.parents:  # an export folder, a log elsewhere: not the data dir
+        error.hint = "Choose a folder that can be written (on a disk with room), or " + (
+            "free some space on that disk." if problem == "full" else "make that one writable."
+        )
+    return error
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -244,11 +244,14 @@ class ConfigStore:
                 if kept
                 else "No copy of it could be kept (the directory cannot be written); the file itself is unchanged."
             )
-            raise ConfigError(
-                f"The config file {self.path} is damaged: {reason}. {where}",
-                hint=f"Fix it by hand, restore a backup over {self.path.name}, or run `zocrates-nb config reset` "
-                "to start from the defaults (the copy stays).",
-            ) from exc
+            hint = (
+                f"Fix it by hand, restore a backup over {self.path.name}, or run `zocrates-nb config reset` "
+                "to start from the defaults (the copy stays)."
+                if kept
+                else f"Once the directory can be written again, fix {self.path.name} by hand, restore a backup "
+                "over it, or reset the config to the defaults (config reset)."
+            )
+            raise ConfigError(f"The config file {self.path} is damaged: {reason}. {where}", hint=hint) from exc
         return data, (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def _keep_corrupt_copy(self, raw: bytes) -> Path | None:

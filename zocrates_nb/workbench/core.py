@@ -23,6 +23,7 @@ from zocrates_nb.library.base import LibrarySource
 from zocrates_nb.library.pending import zotero_library_path
 from zocrates_nb.paths import DataPaths
 from zocrates_nb.settings.config import ConfigStore
+from zocrates_nb.storage.space import write_problem
 from zocrates_nb.workbench.citing import note_with_citations
 from zocrates_nb.workbench.exporting import Export, export_answer
 from zocrates_nb.workbench.read_only import open_paths, require_writable
@@ -246,6 +247,8 @@ class Workbench(WorkbenchViews):
         lexical (no model, fastest) or dense."""
         from zocrates_nb.retrieval.tools import MAX_PUBLIC_K
 
+        if self.paths.unwritable and not write_problem(self.paths.root):
+            self._writable("search")  # space freed or write access back: the vectors can be opened again
         return self.tools.search_corpus(query, k=k, filters=filters, mode=mode, max_k=MAX_PUBLIC_K)
 
     def explain(self, query: str, key: str) -> Explanation:
@@ -323,10 +326,7 @@ class Workbench(WorkbenchViews):
     def export(self, answer: Answer, fmt: str = "markdown", path: str | Path | None = None) -> Export:
         """``answer`` for writing: ``markdown`` (Pandoc/Quarto, ``[@citekey]``, a ``.bib`` beside it),
         ``bibtex`` or ``csl-json``; written to ``path`` when given (``Export.write``)."""
-        result = export_answer(self.corpus, answer, fmt)
-        if path is not None:
-            result.write(path)
-        return result
+        return export_answer(self.corpus, answer, fmt).written_to(path)
 
     # -- your own Zotero ---------------------------------------------------
     def use_zotero(self, path: str | Path | None = None) -> SyncReport:

@@ -45,6 +45,12 @@ class Export:
     references: list[dict[str, str]] = field(default_factory=list)  # [{"citekey", "title"}]
     bib: str | None = None
 
+    def written_to(self, path: str | Path | None) -> Export:
+        """This export, written to ``path`` first when one is given (``Workbench.export``)."""
+        if path is not None:
+            self.write(path)
+        return self
+
     def write(self, path: str | Path) -> list[Path]:
         """Write the file (and, for Markdown, the ``.bib`` its header names, beside it); returns the paths."""
         target = Path(path).expanduser()
