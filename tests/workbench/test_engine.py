@@ -109,5 +109,5 @@ def test_an_engine_that_does_not_answer_is_reported_and_search_goes_on_without_i
 def test_an_engine_is_not_started_for_a_data_directory_that_does_not_exist(tmp_path, runtime_dir, capsys):
     assert main(["--data-dir", str(tmp_path / "new"), "engine", "start"]) == 1
     err = capsys.readouterr().err
-    assert "no data directory" in err and f"zocrates-nb --data-dir {tmp_path / 'new'} sync" in err
+    assert "no data directory" in err and f"zocrates-nb sync --data-dir {tmp_path / 'new'}" in err
     assert not (tmp_path / "new").exists()

@@ -123,7 +123,7 @@ def start_engine(paths: DataPaths, idle_s: float = DEFAULT_IDLE_S, wait_s: float
         if not Path(paths.root).is_dir():
             raise ZocratesError(
                 f"There is no data directory at {paths.root} yet: an engine would serve an empty library.",
-                hint=f"Run `zocrates-nb --data-dir {paths.root} sync` first, then start the engine.",
+                hint=f"Run `zocrates-nb sync --data-dir {paths.root}` first, then start the engine.",
             )
         with open(_log_path(paths), "ab") as log:
             subprocess.Popen(
