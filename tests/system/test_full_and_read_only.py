@@ -183,3 +183,36 @@ def test_a_workbench_opened_on_a_full_disk_searches_with_its_vectors_once_space_
         assert any(hit.ranks.get("dense") for hit in again.hits)
     finally:
         wb.close()
+
+
+def test_an_event_cut_short_by_a_full_disk_costs_no_later_event(tmp_path):
+    from zocrates_nb.diagnostics.events import EventLog
+    from zocrates_nb.diagnostics.views import Diagnostics
+
+    with tmpfs(tmp_path / "mnt", "1m") as mount:
+        log = EventLog(mount / "diagnostics", session="s1")
+        log.emit("search", query="before")
+        filler = fill(mount, 0)
+        log.emit("search", query="lost " * 4000)  # ENOSPC part-way: a torn line, a warning, no exception
+        filler.unlink()
+        log.emit("search", query="after")
+        queries = Diagnostics(mount / "diagnostics").events()["query"].tolist()
+        assert "before" in queries and "after" in queries
+
+
+def test_an_export_onto_a_full_disk_says_so_and_keeps_an_earlier_export_whole(demo_workbench, tmp_path):
+    from zocrates_nb.errors import StorageUnavailableError
+
+    export = demo_workbench.export(demo_workbench.ask(QUESTION), "markdown")
+    with tmpfs(tmp_path / "mnt", "1m") as mount:
+        earlier = export.write(mount / "harmony.md")
+        kept = {p: p.read_bytes() for p in earlier}
+        filler = fill(mount, 0)
+        with pytest.raises(StorageUnavailableError, match="disk is full") as caught:
+            export.write(mount / "harmony.md")
+        with pytest.raises(StorageUnavailableError):
+            export.write(mount / "new" / "draft.md")
+        assert "Choose a folder" in caught.value.hint
+        assert {p: p.read_bytes() for p in earlier} == kept  # replaced atomically or not at all
+        assert not (mount / "new").exists()  # the folder made for it is gone again
+        filler.unlink()

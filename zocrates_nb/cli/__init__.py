@@ -104,7 +104,7 @@ def _unwritable(args: argparse.Namespace, exc: BaseException) -> ZocratesError |
     happened (a lock file, a log, a store): the net under every writer, so no such failure is ever a
     traceback (issue 26). None for any other error: that one is a bug and keeps its traceback."""
     from zocrates_nb.cli.common import paths_from_args
-    from zocrates_nb.storage.space import unavailable, write_problem
+    from zocrates_nb.storage.space import elsewhere_hint, unavailable, write_problem
 
     text, code = str(exc).lower(), getattr(exc, "errno", None)
     if code not in _WRITE_ERRNOS and not (isinstance(exc, sqlite3.Error) and any(w in text for w in _SQLITE_WRITE)):
@@ -121,9 +121,7 @@ def _unwritable(args: argparse.Namespace, exc: BaseException) -> ZocratesError |
     root = paths_from_args(args).root
     resolved, root = target.resolve(), root.resolve()
     if resolved != root and root not in resolved.parents:  # an export folder, a log elsewhere: not the data dir
-        error.hint = "Choose a folder that can be written (on a disk with room), or " + (
-            "free some space on that disk." if problem == "full" else "make that one writable."
-        )
+        error.hint = elsewhere_hint(problem)
     return error
 
 

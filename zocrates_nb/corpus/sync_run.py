@@ -122,8 +122,7 @@ class SyncRun:
         return StorageUnavailableError(
             f"The sync stopped while writing {what}: {why_unwritable(root, problem)} ({cause}). "
             f"{kept}; nothing half-written is left, and nothing in the library was changed or lost.",
-            f"Free some space on the disk holding {root} (at least 100 MB), then sync again: it continues "
-            "where this one stopped."
+            f"Free some space on the disk holding {root}, then sync again: it continues where this one stopped."
             if problem == "full"
             else f"Make {root} writable, then sync again: it continues where this one stopped.",
         )

@@ -59,6 +59,10 @@ def _utc_now_iso() -> str:
     return stamp.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+#: segments whose last record was cut short (a full disk): the next record starts on a new line
+_torn: set[int] = set()
+
+
 class EventLog:
     """Writes events for one session into this process's segment of ``directory``."""
 
@@ -97,9 +101,14 @@ class EventLog:
             record = {"ts": _utc_now_iso(), "kind": kind, "session": fields.pop("session", None) or self.session}
             record.update(fields)
             line = (json.dumps(record, ensure_ascii=False, default=str, allow_nan=False) + "\n").encode("utf-8")
-            written = os.write(self._fd(), line)  # one write per record: O_APPEND keeps records whole
+            fd = self._fd()
+            if fd in _torn:  # a record cut short before (a full disk): end its line, or this one joins it
+                line = b"\n" + line
+            _torn.add(fd)  # until this write is known to be whole
+            written = os.write(fd, line)  # one write per record: O_APPEND keeps records whole
             if written != len(line):
                 raise OSError(f"short write ({written} of {len(line)} bytes)")
+            _torn.discard(fd)
         except Exception as exc:  # noqa: BLE001 — diagnostics must not break the caller; warned below
             if not self._warned:
                 self._warned = True

@@ -47,7 +47,7 @@ from zocrates_nb.settings.schema import (  # noqa: F401  (re-exported: older imp
     section_keys,
 )
 from zocrates_nb.storage.atomic import write_atomically
-from zocrates_nb.storage.space import unavailable, write_problem
+from zocrates_nb.storage.space import refused, write_problem
 
 if TYPE_CHECKING:
     from zocrates_nb.paths import DataPaths
@@ -307,7 +307,8 @@ class ConfigStore:
                 ) from exc
             except OSError as exc:  # a full disk or a read-only directory: the old file is still whole
                 if problem := write_problem(self.path, exc):
-                    raise unavailable("The config", self.path, problem, exc) from exc
+                    # said as a refusal: the old file is whole (no errno or lock-file name for the user)
+                    raise refused(f"change the settings in {self.path.name}", self.path.parent, problem) from exc
                 raise
         return merge_defaults(new)
 

@@ -21,6 +21,7 @@ from zocrates_nb.errors import StorageUnavailableError
 __all__ = [
     "FULL_BELOW_BYTES",
     "free_bytes",
+    "elsewhere_hint",
     "human_bytes",
     "reading_only_notice",
     "refused",
@@ -90,13 +91,20 @@ def _hint(folder: Path, problem: str) -> str:
     if problem == "read-only":
         return (
             f"Make {folder} writable (remount it read-write, or fix its permissions), or copy the data "
-            "directory somewhere writable and pass that with --data-dir."
+            "directory somewhere writable and use the copy (--data-dir DIR, or Workbench(DIR) in a notebook)."
         )
-    return f"Free some space on the disk holding {folder} (at least 100 MB), then run the command again."
+    return f"Free some space on the disk holding {folder}, then run the command again."
 
 
 def _lost(problem: str) -> str:
     return "Nothing was changed or lost." if problem == "read-only" else "Nothing was lost."
+
+
+def elsewhere_hint(problem: str) -> str:
+    """The hint for a target outside the data directory (an export, a log): that folder is the one to fix."""
+    return "Choose a folder that can be written (on a disk with room), or " + (
+        "free some space on that disk." if problem == "full" else "make that one writable."
+    )
 
 
 def unavailable(what: str, path: Path, problem: str, exc: BaseException | None = None) -> StorageUnavailableError:

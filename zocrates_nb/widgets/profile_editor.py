@@ -88,7 +88,12 @@ class ProfileEditor(anywidget.AnyWidget):
             self._show_error(exc)
             raise
         saved = self.workbench.profile
-        self._say(f"✓ Saved ({len(saved)} characters)." if saved.strip() else "✓ Saved: the profile is empty.", "ok")
+        self._say(
+            f"✓ Saved ({len(saved)} character{'s' if len(saved) != 1 else ''})."
+            if saved.strip()
+            else "✓ Saved: the profile is empty.",
+            "ok",
+        )
 
     def clear(self) -> None:
         """Remove the saved profile and empty the box (the placeholder comes back)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ from zocrates_nb.export.csl import (
     reference_from_online,
 )
 from zocrates_nb.export.pandoc import pandoc_markdown
+from zocrates_nb.storage.atomic import write_atomically
+from zocrates_nb.storage.space import elsewhere_hint, unavailable, write_problem
 
 if TYPE_CHECKING:
     from zocrates_nb.agents.answer import Answer
@@ -52,22 +55,36 @@ class Export:
         return self
 
     def write(self, path: str | Path) -> list[Path]:
-        """Write the file (and, for Markdown, the ``.bib`` its header names, beside it); returns the paths."""
+        """Write the file (and, for Markdown, the ``.bib`` its header names, beside it); returns the paths.
+
+        Each file is replaced atomically (a failed write never empties an earlier export of the same
+        name); a full disk or a read-only folder is one clear error, and a folder made for it is taken
+        away again."""
         target = Path(path).expanduser()
         if target.is_dir():
             raise ZocratesError(
                 f"{target} is a folder.", f"Give a file name, e.g. {target / ('answer' + EXPORT_FORMATS[self.fmt])}."
             )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        written = [target]
+        made = next((p for p in reversed(target.parents) if not p.exists()), None)  # the first folder made here
+        files: list[tuple[Path, str]] = []
         text = self.text
         if self.bib is not None:
             bib_path = target.with_suffix(".bib")
             text = text.replace('bibliography: "answer.bib"', f"bibliography: {json.dumps(bib_path.name)}", 1)
-            bib_path.write_text(self.bib, encoding="utf-8")
-            written.append(bib_path)
-        target.write_text(text, encoding="utf-8")
-        return written
+            files.append((bib_path, self.bib))
+        files.insert(0, (target, text))
+        try:
+            for where, content in files:
+                write_atomically(where, content.encode("utf-8"))
+        except OSError as exc:
+            if made is not None:
+                shutil.rmtree(made, ignore_errors=True)
+            if problem := write_problem(target, exc):
+                error = unavailable("The export", target, problem, exc)
+                error.hint = elsewhere_hint(problem)
+                raise error from exc
+            raise
+        return [where for where, _ in files]
 
     def _repr_markdown_(self) -> str:
         """The file's text as a code block: shown, never rendered (it is the user's text, not ours to run)."""

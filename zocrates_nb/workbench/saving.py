@@ -160,7 +160,7 @@ def index_saved_note(corpus, note, root, title: str, kept: str) -> None:
             f"The note “{title}” {kept} as {note.key}, but could not be indexed: "
             f"{why_unwritable(root, problem)}. It is not lost: the next sync indexes it, and saving it "
             "again finds this note instead of writing a second copy.",
-            "Free some space (at least 100 MB) or make the data directory writable, then sync."
+            "Free some space on the disk holding the data directory, then sync."
             if problem == "full"
             else "Make the data directory writable (or copy it somewhere writable), then sync.",
         ) from exc
