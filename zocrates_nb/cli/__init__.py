@@ -109,16 +109,16 @@ def _unwritable(args: argparse.Namespace, exc: BaseException) -> ZocratesError |
     text, code = str(exc).lower(), getattr(exc, "errno", None)
     if code not in _WRITE_ERRNOS and not (isinstance(exc, sqlite3.Error) and any(w in text for w in _SQLITE_WRITE)):
         return None  # not a refused write (a missing file, a closed pipe): never blamed on the disk
+    root = paths_from_args(args).root
     name = getattr(exc, "filename", None)
     if isinstance(name, str):
         target, what = Path(name), "The file"
     else:  # SQLite does not say which database: the data directory is what cannot be written
-        target, what = paths_from_args(args).root, "The data directory"
+        target, what = root, "The data directory"
     problem = write_problem(target, exc)
     if problem is None:
         return None
     error = unavailable(what, target, problem, exc)
-    root = paths_from_args(args).root
     resolved, root = target.resolve(), root.resolve()
     if resolved != root and root not in resolved.parents:  # an export folder, a log elsewhere: not the data dir
         error.hint = elsewhere_hint(problem)

@@ -28,7 +28,7 @@ from zocrates_nb.protocols import EventSink, NullEventSink
 from zocrates_nb.records import kind_of_content_type
 from zocrates_nb.storage.locks import corpus_lock
 from zocrates_nb.storage.space import write_problem
-from zocrates_nb.storage.sqlite_tx import connect_read_only
+from zocrates_nb.storage.sqlite_tx import connect_reading, has_unapplied_wal
 
 log = logging.getLogger(__name__)
 _NO_EVENTS = NullEventSink()
@@ -45,11 +45,10 @@ def meta_db_problem(path: Path) -> str | None:
     path = Path(path)
     if not path.exists():
         return None
-    if write_problem(path) and unapplied_wal(path):
+    if write_problem(path) and has_unapplied_wal(path):
         return None  # its last commits wait in the -wal, which cannot be read here: never judged damaged
     try:
-        # a read-only or full directory may not hold the -shm a WAL read needs: then read the file as it is
-        conn = connect_read_only(path, timeout=10) if write_problem(path) else _connect_ro(path)
+        conn = connect_reading(path, timeout=10)
     except sqlite3.Error as exc:
         return f"cannot be opened: {exc}"
     try:
@@ -63,20 +62,6 @@ def meta_db_problem(path: Path) -> str | None:
     finally:
         conn.close()
     return None if rows == ["ok"] else "is damaged: " + "; ".join(str(r) for r in rows)[:300]
-
-
-def unapplied_wal(path: Path) -> bool:
-    """Whether ``path`` has a non-empty ``-wal``: commits that a reader which cannot write beside the
-    file (``immutable``) does not see, so a check from there would judge a file missing its last pages."""
-    wal = Path(path).with_name(Path(path).name + "-wal")
-    try:
-        return wal.stat().st_size > 0
-    except OSError:
-        return False
-
-
-def _connect_ro(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
 
 
 def move_aside(path: Path) -> Path:

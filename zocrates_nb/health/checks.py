@@ -28,10 +28,11 @@ def finding(check: str, ok: bool, detail: str, repair: str | None = None) -> dic
 
 
 def check_meta_db(paths: DataPaths) -> dict[str, Any]:
-    from zocrates_nb.corpus.repair import damaged_copies, meta_db_problem, unapplied_wal
+    from zocrates_nb.corpus.repair import damaged_copies, meta_db_problem
     from zocrates_nb.storage.space import write_problem
+    from zocrates_nb.storage.sqlite_tx import has_unapplied_wal
 
-    if paths.meta_db.exists() and write_problem(paths.meta_db) and unapplied_wal(paths.meta_db):
+    if paths.meta_db.exists() and write_problem(paths.meta_db) and has_unapplied_wal(paths.meta_db):
         return finding(
             "meta_db",
             True,
@@ -84,7 +85,7 @@ def check_space(paths: DataPaths) -> dict[str, Any]:
 def _index_bytes(paths: DataPaths) -> int:
     """What the search index takes (the meta db with its FTS rows, and the vectors): a rebuild
     writes about as much again before the old copy goes."""
-    files = [*Path(paths.root).glob("conversion_meta.db*")]
+    files = [*paths.meta_db.parent.glob(paths.meta_db.name + "*")]  # with its -wal and -shm
     chroma = Path(paths.chroma)
     if chroma.is_dir():
         files += [p for p in chroma.rglob("*") if p.is_file()]

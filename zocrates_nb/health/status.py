@@ -14,7 +14,7 @@ from zocrates_nb.errors import ConfigError, ZocratesError
 from zocrates_nb.settings.config import ConfigStore, LLMSettings, merge_defaults
 from zocrates_nb.settings.profile import profile_token_report
 from zocrates_nb.storage.space import write_problem
-from zocrates_nb.storage.sqlite_tx import connect_read_only
+from zocrates_nb.storage.sqlite_tx import connect_reading
 
 if TYPE_CHECKING:
     from zocrates_nb.paths import DataPaths
@@ -39,12 +39,7 @@ def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, d
     if not paths.meta_db.exists():
         return {}, 0, None, {}
     try:
-        # a read-only or full directory may not hold the -shm a WAL read needs: connect_read_only says why
-        conn = (
-            connect_read_only(paths.meta_db, timeout=5)
-            if write_problem(paths.meta_db)
-            else sqlite3.connect(f"{paths.meta_db.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
-        )
+        conn = connect_reading(paths.meta_db, timeout=5)  # no -shm where the directory cannot be written
     except sqlite3.Error as exc:
         return {}, 0, f"cannot open {paths.meta_db.name}: {exc}", {}
     try:

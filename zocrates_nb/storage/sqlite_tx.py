@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from zocrates_nb.storage.space import write_problem
+
 
 @contextmanager
 def immediate_transaction(
@@ -59,6 +61,24 @@ def enable_wal(conn: sqlite3.Connection, timeout: float = 30.0) -> None:
         delay = min(0.25, delay * 2)
 
 
+def connect_reading(path: str | Path, **kwargs: Any) -> sqlite3.Connection:
+    """A reader for a check or a count: plain ``mode=ro`` where the directory can be written (a locked
+    or damaged store then says so), ``connect_read_only`` where it cannot."""
+    if write_problem(Path(path)):
+        return connect_read_only(path, **kwargs)
+    return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, **kwargs)
+
+
+def has_unapplied_wal(path: str | Path) -> bool:
+    """Whether ``path`` has a non-empty ``-wal``: commits that a reader which cannot write beside the
+    file (``immutable``) does not see, so a check from there would judge a file missing its last pages."""
+    wal = Path(path).with_name(Path(path).name + "-wal")
+    try:
+        return wal.stat().st_size > 0
+    except OSError:
+        return False
+
+
 def connect_read_only(path: str | Path, **kwargs: Any) -> sqlite3.Connection:
     """A connection that never writes ``path``'s directory: for a data directory that cannot be written.
 
@@ -87,12 +107,9 @@ def connect_read_only(path: str | Path, **kwargs: Any) -> sqlite3.Connection:
 def _applied_copy(path: Path, **kwargs: Any) -> sqlite3.Connection | None:
     """``path`` and its non-empty ``-wal`` copied to the temporary folder, the log applied there and the
     copy's files unlinked while open (Linux keeps reading them): None without a log, or without room."""
-    wal = path.with_name(path.name + "-wal")
-    try:
-        if wal.stat().st_size == 0:
-            return None
-    except OSError:
+    if not has_unapplied_wal(path):
         return None
+    wal = path.with_name(path.name + "-wal")
     folder = Path(tempfile.mkdtemp(prefix="zocrates-ro-"))
     try:
         shutil.copyfile(path, folder / path.name)

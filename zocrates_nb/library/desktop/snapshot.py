@@ -30,6 +30,7 @@ from pathlib import Path
 from zocrates_nb.errors import LibraryError, LibraryLockedError, LibraryReadOnlyError, StorageUnavailableError
 from zocrates_nb.library.base import Annotation, LibrarySnapshot, Note, Paper, is_safe_key
 from zocrates_nb.library.desktop.detect import attachment_base_dir as find_attachment_base_dir
+from zocrates_nb.library.desktop.detect import zotero_account
 from zocrates_nb.library.desktop.files import attachment_path, is_pdf, needs_base_dir
 from zocrates_nb.library.desktop.reader import AttachmentRow, FileText, SnapshotReader
 
@@ -88,8 +89,6 @@ class ZoteroDesktopLibrary:
         if self.library_id is None:
             return None
         if not hasattr(self, "_group_id"):
-            from zocrates_nb.library.desktop.detect import zotero_account
-
             self._group_id = zotero_account(self.sqlite_path).get("groups", {}).get(self.library_id)
         return self._group_id
 
