@@ -30,6 +30,7 @@ ONE_AT_A_TIME: dict[str, tuple[Any, ...]] = {
     "note_intent": (0.0, 0.25, 1.0, 2.0),
     "lane_depth": (1, 2, 5, 10),
     "parent_share": (0.0, 0.05, 0.2),
+    "link_share": (0.0, 0.1, 0.3, 0.5),
     "paper_window": (0, 3),
     "rrf_k": (5, 10, 40, 60),
     "prf_notes": (2, 3, 5),

@@ -155,6 +155,8 @@ class Note:
     collections: tuple[str, ...] = ()  # collection keys; always () for child notes
     version: int = 0
     date_modified: str = ""
+    #: keys of the items Zotero's "Related" list ties to this note (``dc:relation``): corpus/links.py
+    related: tuple[str, ...] = ()
 
 
 #: Zotero's annotation types (``itemAnnotations.type``, chrome/content/zotero/xpcom/annotations.js).

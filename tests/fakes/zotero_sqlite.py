@@ -79,6 +79,9 @@ def _ddl(variant: str) -> str:
     CREATE TABLE deletedItems (itemID INTEGER PRIMARY KEY, dateDeleted DEFAULT CURRENT_TIMESTAMP NOT NULL);
     CREATE TABLE tags (tagID INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE{norm("name")});
     CREATE TABLE itemTags (itemID INT NOT NULL, tagID INT NOT NULL, type INT NOT NULL, PRIMARY KEY (itemID, tagID));
+    CREATE TABLE relationPredicates (predicateID INTEGER PRIMARY KEY, predicate TEXT UNIQUE);
+    CREATE TABLE itemRelations (itemID INT NOT NULL, predicateID INT NOT NULL, object TEXT NOT NULL,
+        PRIMARY KEY (itemID, predicateID, object));
     """
     if variant != "5":
         ddl += """
@@ -321,6 +324,18 @@ class ZoteroDB:
         item_id = self.item_ids.pop(key)
         for table in ("itemAnnotations", "itemNotes", "itemAttachments", "itemTags", "itemData", "items"):
             self.conn.execute(f"DELETE FROM {table} WHERE itemID = ?", (item_id,))
+
+    def relate(self, key: str, other: str, *, both: bool = True, predicate: str = "dc:relation") -> None:
+        """Zotero's "Related" list: ``predicate`` with the other item's URI, on both items unless ``both=False``."""
+        self.conn.execute("INSERT OR IGNORE INTO relationPredicates(predicate) VALUES (?)", (predicate,))
+        (pid,) = self.conn.execute(
+            "SELECT predicateID FROM relationPredicates WHERE predicate = ?", (predicate,)
+        ).fetchone()
+        for a, b in [(key, other), (other, key)][: 2 if both else 1]:
+            self.conn.execute(
+                "INSERT INTO itemRelations VALUES (?, ?, ?)",
+                (self.item_ids[a], pid, f"http://zotero.org/users/1/items/{b}"),
+            )
 
     def tag(self, key: str, name: str) -> None:
         self.conn.execute("INSERT OR IGNORE INTO tags(name) VALUES (?)", (name,))

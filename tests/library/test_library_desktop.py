@@ -103,6 +103,18 @@ def test_versions_use_client_version_on_zotero_10(tmp_path):
     assert snap.version == 77 and {n.version for n in snap.notes} == {105}
 
 
+def test_related_items_are_read_either_way_round(tmp_path):
+    db = build_library(tmp_path / "z", "9")
+    db.relate("STAND222", "PAPER222")  # Zotero's "Related": stored on both items
+    db.relate("PAPER444", "LEGACY22", both=False)  # only the paper's half (the other not synced yet)
+    db.relate("GROUP222", "PAPER222", both=False)  # another library's item is not this library's relation
+    db.close()
+    notes = {n.key: n for n in ZoteroDesktopLibrary(zotero_dir=tmp_path / "z").snapshot().notes}
+    assert notes["STAND222"].related == ("PAPER222",)
+    assert notes["LEGACY22"].related == ("PAPER444",)
+    assert notes["CHILD222"].related == ()
+
+
 def test_group_library_can_be_chosen(tmp_path):
     build_library(tmp_path / "z", "9").close()
     snap = ZoteroDesktopLibrary(zotero_dir=tmp_path / "z", library_id=2).snapshot()

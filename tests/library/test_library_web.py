@@ -317,3 +317,17 @@ def test_annotations_are_read_under_their_pdf_and_paper(lib, api):
     api.delete("IMAGE222")
     again = {a.key: a for a in lib.snapshot().annotations}
     assert set(again) == {"HILITE22", "STICKY22"} and again["STICKY22"].comment.endswith("against Visium")
+
+
+def test_a_notes_related_items_come_from_its_dc_relation_uris():
+    from zocrates_nb.library.web.objects import note_from_object, related_keys
+
+    one = {"dc:relation": "http://zotero.org/users/1/items/PAPER222"}
+    many = {"dc:relation": ["http://zotero.org/groups/9/items/PAPER333", "http://zotero.org/users/1/items/PAPER333"]}
+    assert related_keys(one) == ("PAPER222",) and related_keys(many) == ("PAPER333",)
+    assert related_keys({"owl:sameAs": "http://zotero.org/users/1/items/PAPER222"}) == ()
+    assert related_keys(None) == () and related_keys({"dc:relation": 5}) == ()
+    note = note_from_object(
+        {"key": "NOTE2222", "version": 3, "data": {"key": "NOTE2222", "note": "<p>x</p>", "relations": one}}
+    )
+    assert note.related == ("PAPER222",)

@@ -115,6 +115,8 @@ def _base_manifest(converted, context: dict, converted_at: str) -> dict:
     )
     if context.get("parent_creators") or context.get("parent_year"):
         manifest.update(parent_creators=context.get("parent_creators") or [], parent_year=context.get("parent_year"))
+    if context.get("links"):  # a note's links to papers (corpus/links.py): key, reason, title
+        manifest["links"] = [dict(link) for link in context["links"]]
     return manifest
 
 

@@ -161,6 +161,7 @@ class SyncRun:
         corpus, report = self.corpus, self.report
         paper_titles = {p.key: p.title for p in snapshot.papers}
         papers_by_key = {p.key: p for p in snapshot.papers}
+        catalogue = corpus.paper_catalogue(snapshot.papers)  # once per sync: the papers notes link to
         work: list[WorkItem] = []
         seen: set[str] = set()
         for key, reason in snapshot.failures:
@@ -174,7 +175,7 @@ class SyncRun:
                 report.fail(note.key, err.message)
                 continue
             context = corpus.note_context(
-                note, paper_titles.get(note.parent_key or ""), papers_by_key.get(note.parent_key or "")
+                note, paper_titles.get(note.parent_key or ""), papers_by_key.get(note.parent_key or ""), catalogue
             )
             self._classify(work, state, "note", note, digest, context)
         for paper in snapshot.papers:

@@ -46,6 +46,7 @@ from zocrates_nb.corpus.bundle import (
     remove_bundle,
     sweep_temporary,
 )
+from zocrates_nb.corpus.links import PaperCatalogue, plain_text
 from zocrates_nb.corpus.meta import MetaDB, MetaRow
 from zocrates_nb.corpus.report import SyncReport, failure_reason
 from zocrates_nb.errors import ConversionError, NotFoundError
@@ -148,6 +149,7 @@ class CorpusWriter:
         self.meta = MetaDB(paths.meta_db, read_only=paths.unwritable)
         self.collection_names: dict[str, str] = {}
         self._names_refreshed = float("-inf")
+        self._catalogue: PaperCatalogue | None = None
         if not paths.unwritable:  # reading only: nothing is created or swept
             self.corpus_dir.mkdir(parents=True, exist_ok=True)
             sweep_temporary(self.corpus_dir)
@@ -171,7 +173,14 @@ class CorpusWriter:
             self.collection_names.update(self.source.snapshot().collection_names())
         return [self.collection_names.get(k, k) for k in keys]
 
-    def note_context(self, note, parent_title: str | None, parent=None) -> dict:
+    def note_context(
+        self, note, parent_title: str | None, parent=None, catalogue: PaperCatalogue | None = None
+    ) -> dict:
+        """What a note is indexed with besides its words: its paper or collections, and the papers it links to.
+
+        The links (corpus/links.py) are part of the context, so its hash changes, and the note is
+        re-indexed, when an edit adds or removes a citation or when the library gains or loses a paper the
+        note names. ``catalogue``: the library's papers (a sync builds it once); None: built here."""
         keys = list(note.collections)
         context = {
             "parent_key": note.parent_key,
@@ -181,7 +190,22 @@ class CorpusWriter:
         }
         if parent is not None:  # a child note is indexed with its paper's authors and year too
             context.update(parent_creators=list(parent.creators)[:3], parent_year=parent.year)
+        catalogue = catalogue if catalogue is not None else self.paper_catalogue()
+        html = note.html if isinstance(note.html, str) else bytes(note.html or b"").decode("utf-8", "replace")
+        related = getattr(note, "related", ())
+        found = catalogue.links(html, plain_text(html), exclude=[note.parent_key or ""], related=related)
+        if found:  # only then: a note that links nothing keeps the context (and hash) it had before links
+            context["links"] = [
+                {"key": link.paper_key, "reason": link.reason, "title": catalogue.titles.get(link.paper_key, "")}
+                for link in found
+            ]
         return context
+
+    def paper_catalogue(self, papers: Any = None) -> PaperCatalogue:
+        """The papers notes link to: built from ``papers`` (a sync's snapshot) or, once, from the source."""
+        if papers is not None or self._catalogue is None:
+            self._catalogue = PaperCatalogue(papers if papers is not None else self.source.snapshot().papers)
+        return self._catalogue
 
     def annotation_context(self, annotation, parent=None) -> dict:
         """An annotation is indexed with its paper (title, first authors, year) and its colour's meaning."""

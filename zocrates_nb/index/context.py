@@ -24,6 +24,8 @@ __all__ = ["MAX_CONTEXT_TOKENS", "annotation_context_line", "context_line", "cli
 
 #: Most word pieces of context in front of a chunk (of the model's 254 content pieces).
 MAX_CONTEXT_TOKENS = 48
+#: A note is indexed with the titles of the papers it links to (its context).
+LINKED_TITLES = False
 
 
 def authors_text(creators: Any, limit: int = 2) -> str:
@@ -46,6 +48,11 @@ def context_line(manifest: Mapping[str, Any]) -> str:
         return annotation_context_line(manifest)
     if manifest.get("content_type") != "text/note":
         return ""
+    place, linked = _note_place(manifest), linked_titles_line(manifest)
+    return f"{place}. {linked}" if place and linked else place or linked
+
+
+def _note_place(manifest: Mapping[str, Any]) -> str:
     parent = manifest.get("parent_title")
     if parent:
         authors = authors_text(manifest.get("parent_creators"))
@@ -54,6 +61,15 @@ def context_line(manifest: Mapping[str, Any]) -> str:
         return f"Note on the paper: {parent}" + (f" ({tail})" if tail else "")
     collections = [str(c) for c in (manifest.get("collections") or []) if str(c).strip()]
     return f"Note in: {'; '.join(collections)}" if collections else ""
+
+
+def linked_titles_line(manifest: Mapping[str, Any]) -> str:
+    """``About: Title A; Title B`` for the papers a note links to (corpus/links.py), strongest first."""
+    if not LINKED_TITLES:
+        return ""
+    titles = [str(link.get("title") or "").strip() for link in manifest.get("links") or ()]
+    titles = [t for t in dict.fromkeys(titles) if t]
+    return f"About: {'; '.join(titles)}" if titles else ""
 
 
 def annotation_context_line(manifest: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ from zocrates_nb.index.lexical import fts
 from zocrates_nb.index.lexical.impacts import MAX_POSTINGS, TermImpacts
 from zocrates_nb.index.lexical.side_reads import SideReader
 from zocrates_nb.index.lexical.split import DocumentFrequencies
+from zocrates_nb.index.rank.bridge import LINK_SHARE
 from zocrates_nb.index.rank.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, NOTE_SHARE, PAPER_WINDOW, PARENT_SHARE
 from zocrates_nb.index.vectors import pending
 from zocrates_nb.paths import DataPaths
@@ -117,6 +118,7 @@ class IndexCore:
             self.note_lane = float(search_cfg.get("note_lane", LANE_WEIGHT))
             self.intent_weight = float(search_cfg.get("note_intent", INTENT_WEIGHT))
             self.parent_share = float(search_cfg.get("parent_share", PARENT_SHARE))
+            self.link_share = float(search_cfg.get("link_share", LINK_SHARE))
             self.lane_depth = int(search_cfg.get("lane_depth", LANE_DEPTH))
             self.paper_window = int(search_cfg.get("paper_window", PAPER_WINDOW))
             self.note_share = int(search_cfg.get("note_share", NOTE_SHARE))
@@ -132,6 +134,7 @@ class IndexCore:
                     self.note_lane,
                     self.intent_weight,
                     self.parent_share,
+                    self.link_share,
                     self.lane_depth,
                     self.paper_window,
                     self.note_share,

@@ -129,7 +129,7 @@ def document_rows(
         text_source=manifest.get("text_source") or (None if kind != "paper" else _legacy_source(markdown)),
         page_count=len(manifest.get("pages") or ()),
         pdf_failures=len(manifest.get("pdf_failures") or ()),
-        extra={"annotation": annotation_facts(manifest)} if kind == "annotation" else {},
+        extra=_extra(kind, manifest),
     )
     body = (markdown or "").strip()
     context = clip_to_tokens(context_line(manifest), MAX_CONTEXT_TOKENS, count_tokens)
@@ -156,6 +156,15 @@ def document_rows(
         for i, ((text, section), span) in enumerate(zip(pieces, spans, strict=True))
     ]
     return doc, rows
+
+
+def _extra(kind: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """What a document keeps besides its row: an annotation's marks, a note's links to papers."""
+    if kind == "annotation":
+        return {"annotation": annotation_facts(manifest)}
+    if kind == "note" and manifest.get("links"):
+        return {"links": [dict(link) for link in manifest["links"]]}
+    return {}
 
 
 def annotation_facts(manifest: Mapping[str, Any]) -> dict[str, Any]:

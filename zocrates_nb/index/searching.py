@@ -15,9 +15,10 @@ from typing import Any
 
 from zocrates_nb.errors import IndexCorruptError, QueryError, ZocratesError
 from zocrates_nb.index.core import REBUILD_HINT, IndexCore
-from zocrates_nb.index.lexical import fts
+from zocrates_nb.index.lexical import fts, note_links
 from zocrates_nb.index.lexical.split import lexical_search
 from zocrates_nb.index.rank.assembly import build_hits, chunk_units, collapse_to_documents, rank_units
+from zocrates_nb.index.rank.bridge import weighted
 from zocrates_nb.index.rank.fusion import fuse, lane_weight_for
 from zocrates_nb.index.rank.note_lane import note_intent
 from zocrates_nb.index.rank.ranking import (
@@ -192,11 +193,25 @@ class IndexSearch(IndexCore):
             paper_window=self.paper_window,
             note_share=self.note_share,
             annotation_chunks=marks,
+            links=self._links_of(units, note_chunks) if collapse and self.link_share and weight else None,
+            link_share=self.link_share,
         )
         chosen = [units[u] for u, _ in fused if u in units]
         rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
         docs = self._read(lambda conn: fts.documents(conn, {rows[c].key for c in chosen if c in rows}))
         return build_hits(fused, units, unit_lists, raw_scores, mode, rows, docs)
+
+    def _links_of(self, units: Mapping[str, str], note_chunks: Mapping[str, Any]) -> dict[str, list[tuple[str, float]]]:
+        """The candidate notes' weighted links to papers (note key → [(paper key, weight)]: rank/bridge.py)."""
+        notes = [unit for unit, cid in units.items() if cid in note_chunks]
+        if not notes:
+            return {}
+        found = self._read(lambda conn: note_links.links_of(conn, notes))
+        return {note: weighted([(paper, reason) for paper, reason, _ in rows]) for note, rows in found.items()}
+
+    def note_links(self, key: str) -> list[tuple[str, str, str]]:
+        """The papers note ``key`` links to: ``[(paper key, reason, title), …]`` (for ``explain``)."""
+        return self._read(lambda conn: note_links.links_of(conn, [key])).get(key, [])
 
     def _fuse_chunks(
         self, lists: dict[str, list[str]], mode: str, query: str

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from zocrates_nb.errors import QueryError
+from zocrates_nb.index.rank.bridge import bridges
 from zocrates_nb.index.rank.fusion import lane_weight_for
 from zocrates_nb.index.rank.note_lane import note_intent
 from zocrates_nb.index.records import WINDOW_TOKENS, embedding_text
@@ -49,6 +50,10 @@ class Explanation:
     ranks: dict[str, int | None] = field(default_factory=dict)
     chunks: list[ChunkReport] = field(default_factory=list)
     depth: int = DEPTH
+    #: the papers a note links to (corpus/links.py): key, reason, title, and the paper's rank for this
+    #: query (None: not found). A found paper passes a share of its score on to the note (rank/bridge.py).
+    links: list[dict] = field(default_factory=list)
+    link_share: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,8 +70,9 @@ class Explanation:
             "ranks: " + "  ".join(f"{name}={show(rank)}" for name, rank in self.ranks.items()),
             f"note intent {self.note_intent:.2f} → note-lane weight {self.lane_weight:.2f}",
             f"indexed context: {self.context or '(none)'}",
-            f"chunks ({len(self.chunks)}; the model reads {WINDOW_TOKENS} word pieces):",
         ]
+        lines += self._link_lines(show)
+        lines.append(f"chunks ({len(self.chunks)}; the model reads {WINDOW_TOKENS} word pieces):")
         for c in self.chunks:
             cut = f", {c.cut_tokens} cut" if c.cut_tokens else ""
             lines.append(
@@ -75,6 +81,22 @@ class Explanation:
                 f"[{c.section or '-'}] {c.preview}"
             )
         return "\n".join(lines)
+
+    def _link_lines(self, show: Callable[[int | None], str]) -> list[str]:
+        if not self.links:
+            return []
+        ranks = [link["rank"] for link in self.links if link["rank"] is not None]
+        best = min(ranks) if ranks else None
+        lines = [
+            f"linked papers ({len(self.links)}, {len(ranks)} found for this query; the best found passes on "
+            f"{self.link_share:g} × its score ÷ {len(self.links)}):"
+        ]
+        for link in self.links:
+            mark = "found through" if link["rank"] is not None and link["rank"] == best else "linked"
+            lines.append(
+                f"  {link['key']}  {link['reason']:<11} {mark}, rank {show(link['rank'])}  {link['title'][:70]}"
+            )
+        return lines
 
     def _repr_html_(self) -> str:
         from zocrates_nb.sanitize import escape_text as esc
@@ -87,9 +109,14 @@ class Explanation:
             f"<td>{'' if c.dense_rank is None else c.dense_rank}</td><td>{esc(c.preview)}</td></tr>"
             for c in self.chunks
         )
+        linked = "".join(
+            f"<br><small>linked: <code>{esc(link['key'])}</code> {esc(link['reason'])}, rank "
+            f"{'' if link['rank'] is None else link['rank']}: {esc(link['title'])}</small>"
+            for link in self.links
+        )
         return (
             f"<div><b>{esc(self.key)}</b> {esc(self.title)}<br><small>context: {esc(self.context or '(none)')}"
-            f" · note lane {self.lane_weight:.2f}</small>"
+            f" · note lane {self.lane_weight:.2f}</small>{linked}"
             f"<table><tr>{head}</tr><tr>{ranks}</tr></table>"
             "<table><tr><th>chunk</th><th>pieces</th><th>cut</th><th>fused</th><th>lexical</th><th>dense</th>"
             f"<th>text</th></tr>{rows}</table></div>"
@@ -160,6 +187,9 @@ def explain(
     intent = note_intent(query)
     weight = lane_weight_for(intent, getattr(index, "note_lane", 0.0), getattr(index, "intent_weight", 0.0))
     title = mine.title if mine else first.title
+    linked = getattr(index, "note_links", None)
+    rows_linked = linked(key) if first.kind == "note" and linked is not None else []
+    found = bridges(fused_keys, [paper for paper, _, _ in rows_linked])
     return Explanation(
         query=query,
         key=key,
@@ -170,4 +200,6 @@ def explain(
         lane_weight=round(weight, 3),
         ranks=ranks,
         chunks=chunk_reports(rows, chunk_hits, count_tokens),
+        links=[{"key": p, "reason": r, "title": t, "rank": found.get(p)} for p, r, t in rows_linked],
+        link_share=float(getattr(index, "link_share", 0.0)),
     )

@@ -92,6 +92,13 @@ CREATE TABLE IF NOT EXISTS annotation_facts(
     key TEXT PRIMARY KEY,
     facts TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS note_links(
+    note_key TEXT NOT NULL,
+    paper_key TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY(note_key, paper_key)
+);
 CREATE TABLE IF NOT EXISTS document_text(
     key TEXT PRIMARY KEY,
     source TEXT NOT NULL,

@@ -30,7 +30,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from zocrates_nb.index.lexical import pages
+from zocrates_nb.index.lexical import note_links, pages
 
 # re-exported: callers build their MATCH expressions through this module (index/lexical/query.py)
 from zocrates_nb.index.lexical.query import natural_query, query_terms, quote_fts
@@ -180,6 +180,7 @@ def replace_document(conn: sqlite3.Connection, doc: FtsDocument, rows: Sequence[
         ),
     )
     pages.replace_pages(conn, doc, rows)
+    note_links.replace_links(conn, doc.key, (doc.extra or {}).get("links") or ())
     return stale
 
 
@@ -189,6 +190,7 @@ def delete_document(conn: sqlite3.Connection, key: str) -> list[str]:
     conn.execute("DELETE FROM chunks WHERE key = ?", (key,))
     conn.execute("DELETE FROM index_documents WHERE key = ?", (key,))
     pages.forget_document(conn, key)
+    note_links.forget_links(conn, key)
     return ids
 
 
@@ -198,6 +200,7 @@ def clear(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM index_documents")
     conn.execute("DELETE FROM document_text")
     conn.execute("DELETE FROM annotation_facts")
+    conn.execute("DELETE FROM note_links")
     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
 
 

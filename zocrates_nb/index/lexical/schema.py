@@ -58,6 +58,7 @@ _OBJECTS = (
     "chunks_pages_ad",
     "document_text",
     "annotation_facts",
+    "note_links",
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from zocrates_nb.index.rank.bridge import inherit_from_links
 from zocrates_nb.index.rank.fusion import fuse, inherit_from_parents, keep_best_paper, reserve_notes
 from zocrates_nb.index.rank.ranking import SearchHit
 
@@ -105,6 +106,8 @@ def rank_units(
     paper_window: int,
     note_share: int = 0,
     annotation_chunks: Collection[str] = frozenset(),
+    links: Mapping[str, Sequence[tuple[str, float]]] | None = None,
+    link_share: float = 0.0,
 ) -> list[tuple[str, float]]:
     """The top ``k`` units by fused score, with the note lane (index/rank/fusion.py) applied.
 
@@ -112,6 +115,8 @@ def rank_units(
     note lane's weight for this query (0: no lane); ``note_share`` places of the first
     ``paper_window`` are kept for the best notes (fusion.reserve_notes); ``annotation_chunks`` (PDF
     annotations) are ranked beside the rest (``fusion.fuse``'s ``beside``) and are never the paper kept.
+    ``links`` (note key → ``[(paper key, weight)]``, the papers it links to) with ``link_share``: a
+    note inherits part of its best linked paper's score (rank/bridge.py), as a child note does of its parent's.
     """
     note_units: Collection[str] = {u for u, c in units.items() if c in note_chunks} if collapse else note_chunks.keys()
     marks = {u for u, c in units.items() if c in annotation_chunks}
@@ -121,6 +126,9 @@ def rank_units(
         fused = inherit_from_parents(
             fused, {u: note_chunks[c] for u, c in units.items() if c in note_chunks}, parent_share
         )
+    if collapse and link_share and weight and links:
+        # a note inherits part of its best linked paper's score (rank/bridge.py)
+        fused = inherit_from_links(fused, links, link_share)
     if weight and paper_window and k >= paper_window:
         fused = reserve_notes(fused, note_units, paper_window, note_share)
         fused = keep_best_paper(fused, {u for u in units if u not in note_units and u not in marks}, paper_window)

@@ -211,6 +211,7 @@ class SnapshotReader:
             (lib_id,),
         )
         notes = []
+        related = self._related(lib_id)
         for item_id, key, version, modified, raw, parent_id, parent_key in rows:
             if item_id in trashed or (parent_id is not None and parent_id in trashed):
                 continue
@@ -223,9 +224,31 @@ class SnapshotReader:
                     collections=() if parent_key else tuple(item_colls.get(item_id, ())),
                     version=version or 0,
                     date_modified=sql_to_iso(modified),
+                    related=tuple(sorted(related.get(item_id, ()))),
                 )
             )
         return notes
+
+    def _related(self, lib_id: int) -> dict[int, set[str]]:
+        """itemID → keys of the items Zotero's "Related" list ties to it (``dc:relation``, either way round).
+
+        Zotero stores a relation on both items (object: the other item's URI); reading both directions
+        still finds one whose other half is missing (an item related before a sync brought the other)."""
+        if "itemRelations" not in self.tables or "relationPredicates" not in self.tables:
+            return {}
+        key_of = dict(self.conn.execute("SELECT itemID, key FROM items WHERE libraryID = ?", (lib_id,)))
+        id_of = {key: item_id for item_id, key in key_of.items()}
+        out: dict[int, set[str]] = {}
+        for item_id, uri in self.conn.execute(
+            "SELECT r.itemID, r.object FROM itemRelations r JOIN relationPredicates p ON p.predicateID = r.predicateID "
+            "WHERE p.predicate = 'dc:relation'"
+        ):
+            other = str(uri).rstrip("/").rsplit("/items/", 1)[-1] if "/items/" in str(uri) else ""
+            if item_id not in key_of or other not in id_of:
+                continue  # another library's item, or one this library no longer has
+            out.setdefault(item_id, set()).add(other)
+            out.setdefault(id_of[other], set()).add(key_of[item_id])
+        return out
 
     def _papers(self, lib_id, version_col, trashed, item_colls, keys, failures) -> list[Paper]:
         conn = self.conn

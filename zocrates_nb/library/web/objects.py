@@ -26,6 +26,8 @@ __all__ = [
 ]
 
 _YEAR_RE = re.compile(r"\b(\d{4})\b")
+#: the key at the end of a Zotero item URI: http://zotero.org/users/123/items/ABCD2345
+_ITEM_KEY = re.compile(r"/items/([A-Z0-9]{8})$")
 
 CACHE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -92,7 +94,15 @@ def note_from_object(obj: dict) -> Note:
         collections=() if parent else tuple(data.get("collections") or ()),
         version=int(data.get("version", obj.get("version", 0)) or 0),
         date_modified=data.get("dateModified", ""),
+        related=related_keys(data.get("relations")),
     )
+
+
+def related_keys(relations: object) -> tuple[str, ...]:
+    """``data.relations["dc:relation"]`` (one item URI or a list of them) → the related items' keys."""
+    value = relations.get("dc:relation") if isinstance(relations, dict) else None
+    uris = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return tuple(dict.fromkeys(m.group(1) for uri in uris if isinstance(uri, str) and (m := _ITEM_KEY.search(uri))))
 
 
 def paper_from_object(obj: dict) -> Paper:
