@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zocrates_nb.display.annotations import annotation_cell, annotation_title
-from zocrates_nb.display.pages import open_pdf_url, page_span, select_url
+from zocrates_nb.display.pages import hit_library, open_pdf_url, page_span, select_url
 from zocrates_nb.records import INLINE_WORDS, kind_of_content_type
 
 SNIPPET_CHARS = 320
@@ -173,7 +173,7 @@ def render_search_hit(
     if field(hit, "kind") == "annotation":  # "Highlight on “Paper”, p. 12"
         title = escape(annotation_title(field(hit, "annotation"), field(hit, "parent_title")))
     target = field(hit, "parent_key") if field(hit, "kind") == "annotation" else field(hit, "key")
-    link = field(hit, "zotero_select") or select_url(target, zotero_library)
+    link = field(hit, "zotero_select") or select_url(target, hit_library(hit, zotero_library))
     if link and not pending_reason:  # a note still in the outbox is not in Zotero yet
         title = f'<a href="{escape(link)}" title="Show in Zotero">{title}</a>'
     if field(hit, "citation"):

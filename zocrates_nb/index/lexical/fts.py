@@ -30,7 +30,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from zocrates_nb.index.lexical import pages
+from zocrates_nb.index.lexical import libraries, pages
 
 # re-exported: callers build their MATCH expressions through this module (index/lexical/query.py)
 from zocrates_nb.index.lexical.query import natural_query, query_terms, quote_fts
@@ -222,6 +222,9 @@ def _filter_sql(filters: Mapping[str, str] | None, row_column: str = "c") -> tup
     if filters.get("parent_key"):
         clauses.append("c.parent_key = ?")
         params.append(filters["parent_key"])
+    if filters.get("library"):  # a library_id (the search resolves a name first: libraries.resolve_library)
+        clauses.append(libraries.FILTER_SQL)
+        params.append(int(filters["library"]))
     return " AND ".join(clauses), params
 
 
@@ -359,6 +362,8 @@ def documents(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, FtsDoc
     annotations = [key for key, doc in out.items() if doc.kind == "annotation"]
     for key, facts in (pages.annotation_facts(conn, annotations) if annotations else {}).items():
         out[key] = replace(out[key], extra={"annotation": facts})
+    for key, library in libraries.libraries_of(conn, out).items():
+        out[key] = replace(out[key], extra={**(out[key].extra or {}), "library": library})
     return out
 
 

@@ -58,6 +58,9 @@ _OBJECTS = (
     "chunks_pages_ad",
     "document_text",
     "annotation_facts",
+    "libraries",
+    "document_libraries",
+    "document_libraries_by_library",
 )
 
 
