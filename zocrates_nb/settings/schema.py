@@ -191,6 +191,13 @@ SCHEMA: dict[str, tuple[Setting, ...]] = {
         ),
         Setting("library_id", "id", None, "Web API user or group id", nullable=True),
         Setting("library_type", "choice", "user", "Web API library type", choices=LIBRARY_TYPES),
+        Setting(
+            "groups",
+            "choice",
+            "all",
+            "Web API user library: also read every group (all) or not (none)",
+            choices=("all", "none"),
+        ),
         Setting("api_key_env", "env", "ZOTERO_API_KEY", "NAME of the environment variable holding the Zotero key"),
         Setting("local", "bool", False, "read through Zotero's local API on 127.0.0.1:23119"),
         Setting("base_url", "url", None, "Web API base URL (self-hosted dataservers, tests)", nullable=True),
