@@ -75,6 +75,24 @@ class LibrarySnapshot:
     def collection_names(self) -> dict[str, str]:
         return {c.key: c.name for c in self.collections}
 
+    def write_path(self, parent_key: str | None, collection_key: str | None) -> str | None:
+        """Where Zotero's API takes a note saved under ``parent_key`` or into ``collection_key``:
+        ``groups/<groupID>`` when that paper or collection is a group library's, else None (the
+        writer's own library). Refused for a desktop group whose zotero.org id the database lacks."""
+        from zocrates_nb.errors import LibraryError
+
+        owners = {**{c.key: c.library_id for c in self.collections}, **{p.key: p.library_id for p in self.papers}}
+        library_id = owners.get(parent_key or collection_key or "")
+        library = next((lib for lib in self.libraries if lib.library_id == library_id), None)
+        if library is None or library.kind != "group" or library is self.libraries[0]:
+            return None
+        if library.group_id is None:
+            raise LibraryError(
+                f"Cannot save into {library.name}: Zotero's database does not say which zotero.org group it is.",
+                "Let Zotero sync that group once (Edit → Settings → Sync), then save again.",
+            )
+        return f"groups/{library.group_id}"
+
     def library_of_keys(self) -> dict[str, int]:
         """Every document key (note, paper, annotation) -> the ``library_id`` it lives in."""
         if not self.libraries:
