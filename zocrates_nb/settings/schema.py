@@ -184,7 +184,7 @@ SCHEMA: dict[str, tuple[Setting, ...]] = {
             "desktop_library_id",
             "int",
             None,
-            "a group's libraryID in zotero.sqlite (default: My Library)",
+            "read only this libraryID of zotero.sqlite (default: every library)",
             nullable=True,
             low=1,
             high=2**31,
