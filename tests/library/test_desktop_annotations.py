@@ -118,3 +118,28 @@ def test_the_real_zotero9_database_has_one_sticky_note(tmp_path):
     assert (note.key, note.annotation_type, note.comment, note.page_label) == ("C6SETCGM", "note", "note here", "1")
     assert (note.attachment_key, note.parent_key, note.library_id) == ("IY4WDTBE", "TUAXBMBS", 1)
     assert note.color_name == "yellow" and note.page_index == 0 and note.indexable
+
+
+def test_the_real_zotero_9_database_reads_every_library_but_its_feed(tmp_path):
+    """Group libraries on the real Zotero 9 profile: My Library (99 items), an empty group library
+    ("better-bibtex", zotero.org group 4355231) and an RSS feed whose 5 items are not the user's."""
+    if not REAL_DB.is_file():
+        pytest.skip("the real Zotero 9 database is not at hand")
+    import shutil
+
+    folder = tmp_path / "z"
+    folder.mkdir()
+    shutil.copy(REAL_DB, folder / "zotero.sqlite")
+    snap = ZoteroDesktopLibrary(zotero_dir=folder).snapshot()
+    assert [(lib.library_id, lib.name, lib.kind, lib.group_id) for lib in snap.libraries] == [
+        (1, "My Library", "user", None),
+        (2, "better-bibtex", "group", 4355231),
+    ]
+    records = (*snap.papers, *snap.notes, *snap.annotations)
+    assert records and {r.library_id for r in records} == {1}  # the group is empty; the feed is not read
+    only_group = ZoteroDesktopLibrary(zotero_dir=folder, library_id=2).snapshot()
+    assert (
+        not only_group.papers
+        and not only_group.notes
+        and [lib.name for lib in only_group.libraries] == ["better-bibtex"]
+    )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zocrates_nb.display.annotations import annotation_cell, annotation_title
-from zocrates_nb.display.pages import hit_library, open_pdf_url, page_span, select_url
+from zocrates_nb.display.pages import hit_library, library_fields, open_pdf_url, page_span, select_url
 from zocrates_nb.records import INLINE_WORDS, kind_of_content_type
 
 SNIPPET_CHARS = 320
@@ -119,6 +119,10 @@ def _source_cell(hit: Any, pending_reason: str | None = None) -> str:
         cell += f" <code>{escape(key)}</code>"
     if parent:
         cell += f"<br><small>on paper <code>{escape(parent)}</code></small>"
+    library = library_fields(hit)  # a group library's item says which (the user's own goes unsaid)
+    if library.get("library_kind") == "group" or field(hit, "library_kind") == "group":
+        name = library.get("library_name") or field(hit, "library_name")
+        cell += f'<br><small class="zc-library">in {escape(str(name))}</small>'
     if pending_reason is not None:
         cell += (
             f'<br><small class="zc-pending" style="color:#8a5a00" title="{escape(pending_reason)}">'
