@@ -101,6 +101,13 @@ def test_two_libraries_one_search_filtered_by_library(capsys, tmp_path):
     listed = {lib["name"]: lib for lib in json.loads(out)}
     assert set(listed) == {"My Library", "Lab reading"} and listed["Lab reading"]["group_id"] == 4711
     assert listed["Lab reading"]["documents"] == 2  # the group's paper and its highlight
+    code, out, _ = run(capsys, "--data-dir", data, "status", "--json")
+    assert [(lib["name"], lib["kind"]) for lib in json.loads(out)["corpus"]["libraries"]] == [
+        ("My Library", "user"),
+        ("Lab reading", "group"),
+    ]
+    code, out, _ = run(capsys, "--data-dir", data, "status")
+    assert "libraries      : My Library (" in out and "Lab reading (group, 2 documents)" in out
     # ask --library keeps every search to that library
     code, out, _ = run(
         capsys, "--data-dir", data, "ask", "What did we highlight about arrays?", "--json", "--library", "Lab reading"
