@@ -36,7 +36,12 @@ def hit_library(hit: Any, default: str | None) -> str | None:
     opens nothing under ``library``."""
     found = _library_of(hit)
     if isinstance(found, Mapping):  # SearchHit.to_dict's form of a LibraryInfo
-        found = LibraryInfo(**{k: found.get(k) for k in ("library_id", "name", "kind", "group_id")})
+        found = LibraryInfo(
+            int(found.get("library_id") or 0),
+            str(found.get("name") or ""),
+            str(found.get("kind") or "user"),
+            found.get("group_id"),
+        )
     return found.link_path if isinstance(found, LibraryInfo) else default
 
 

@@ -33,7 +33,7 @@ def library_label(library: dict) -> str:
     return "demo library"
 
 
-def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, dict[str, int]]:
+def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, dict[str, Any]]:
     """(documents by kind, chunk rows, error, papers by text source) from conversion_meta.db; zeros when it
     does not exist yet. The text sources are one GROUP BY over a table of one row per paper."""
     if not paths.meta_db.exists():
@@ -50,12 +50,12 @@ def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, d
                 kind: n for kind, n in conn.execute("SELECT kind, count(*) FROM documents GROUP BY kind ORDER BY kind")
             }
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0] if "chunks" in tables else 0
-        sources: dict[str, int] = {}
+        sources: dict[str, Any] = {}
         if "document_text" in tables:
             sources = dict(conn.execute("SELECT source, count(*) FROM document_text GROUP BY source"))
             sources["pdf_failures"] = conn.execute("SELECT total(pdf_failures) FROM document_text").fetchone()[0]
         if {"libraries", "document_libraries"} <= tables:  # the user's own and each group library
-            sources["libraries"] = conn.execute(  # type: ignore[assignment]
+            sources["libraries"] = conn.execute(
                 "SELECT l.name, l.kind, count(d.key) FROM libraries AS l LEFT JOIN document_libraries AS d "
                 "ON d.library_id = l.library_id GROUP BY l.library_id ORDER BY l.kind = 'group', l.library_id"
             ).fetchall()

@@ -98,7 +98,7 @@ class LibrarySnapshot:
         if not self.libraries:
             return {}
         first = self.libraries[0].library_id
-        records = (*self.notes, *self.papers, *self.annotations)
+        records: list[Note | Paper | Annotation] = [*self.notes, *self.papers, *self.annotations]
         return {r.key: (r.library_id if r.library_id is not None else first) for r in records}
 
 
@@ -153,9 +153,9 @@ def unique_across_libraries(
     items up: the first library's item stays (the user's own library comes first), and the later
     one is reported as a failure naming both libraries. Collections have keys of their own.
     """
-    names = {lib.library_id: lib.name for lib in libraries}
+    names: dict[int | None, str] = {lib.library_id: lib.name for lib in libraries}
     first = libraries[0].library_id if libraries else None
-    order = {lib.library_id: i for i, lib in enumerate(libraries)}
+    order: dict[int | None, int] = {lib.library_id: i for i, lib in enumerate(libraries)}
     documents = [
         (order.get(r.library_id if r.library_id is not None else first, 0), kind, r)
         for kind in ("papers", "notes", "annotations")

@@ -99,7 +99,7 @@ class ChatPanel(SaveDestination):
         self.input.on_msg(self._on_input_msg)
 
         self._build_destination()
-        listed = getattr(self.workbench, "libraries", lambda: [])()  # the user's own and each group's
+        listed: list[dict] = getattr(self.workbench, "libraries", list)()  # the user's own and each group's
         self.library_picker = widgets.Dropdown(options=library_options(listed), description="Search in")
         self.library_picker.add_class("zc-chat-library")
         self.library_picker.layout.display = None if len(listed) > 1 else "none"  # one library: nothing to pick

@@ -205,7 +205,8 @@ def _filter_sql(filters: Mapping[str, str] | None, row_column: str = "c") -> tup
     """The WHERE clause for ``filters`` over ``chunks AS c``; ``row_column`` names the table whose
     rowid is the chunk's (the FTS table when it drives the query, so the collection test runs
     before any ``chunks`` row is read)."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[str | int] = []
     filters = filters or {}
     item_type = filters.get("item_type")
     if item_type:

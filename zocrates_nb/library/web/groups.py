@@ -112,8 +112,8 @@ class ZoteroWebLibraries:
             libraries.append(library)
             for kind in records:
                 records[kind] += [dataclasses.replace(r, library_id=library.library_id) for r in getattr(snap, kind)]
-            for record in (*snap.notes, *snap.papers, *snap.collections):
-                self._owner.setdefault(record.key, source)
+            for key in [r.key for r in snap.notes] + [r.key for r in snap.papers] + [c.key for c in snap.collections]:
+                self._owner.setdefault(key, source)
             failures += list(snap.failures)
         kept = unique_across_libraries(records, libraries, failures)
         return LibrarySnapshot(
