@@ -97,3 +97,7 @@ class SearchIndex(Protocol):
     ) -> tuple[list[Any], list[str]]:
         """Like ``search``, plus the notices a reader should see (a degraded dense side, a capped ``k``)."""
         ...
+
+    def resolve_library(self, value: str) -> Any:
+        """The library (``records.LibraryInfo``) a name or id names; a QueryError listing them when none."""
+        ...

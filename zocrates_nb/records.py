@@ -51,6 +51,41 @@ class Collection:
     key: str
     name: str
     parent_key: str | None = None
+    #: the library it belongs to (``LibraryInfo.library_id``); None: the source's first library
+    library_id: int | None = None
+
+
+#: what ``LibraryInfo.kind`` may be: the user's own Zotero library, a group library, or one Zotero
+#: does not hold (the embedded demo library)
+LIBRARY_KINDS = ("user", "group", "local")
+
+
+@dataclass(frozen=True)
+class LibraryInfo:
+    """One library a source reads: the user's own, a group's, or the demo library.
+
+    Why a record: a desktop database holds the user's library and every group library the user
+    syncs, and the Web API reads the groups a key can access, all into one corpus. Zotero keys are
+    unique only within a library, so each item carries its ``library_id``, and search filters and
+    links by it. ``library_id`` is the source's own number (the desktop ``libraryID``; the Web API's
+    user or group id); ``group_id`` is zotero.org's groupID of a group, which Zotero's links name.
+    """
+
+    library_id: int
+    name: str
+    kind: str = "user"
+    group_id: int | None = None
+
+    @property
+    def link_path(self) -> str | None:
+        """Where ``zotero://select/…`` finds its items: ``library`` (the user's own), ``groups/<groupID>``,
+        or None (the demo library, or a desktop group whose groupID the database does not name:
+        no link rather than a wrong one)."""
+        if self.kind == "user":
+            return "library"
+        if self.kind == "group" and self.group_id is not None:
+            return f"groups/{self.group_id}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -128,6 +163,8 @@ class Paper:
     pdfs: tuple[PdfFile, ...] = ()
     #: the key the user pinned for citing it (Zotero's Citation Key field or Better BibTeX), else ""
     citation_key: str = ""
+    #: the library it lives in (``LibraryInfo.library_id``); None: the source's first library
+    library_id: int | None = None
 
     @property
     def first_author(self) -> str:
@@ -157,6 +194,8 @@ class Note:
     date_modified: str = ""
     #: keys of the items Zotero's "Related" list ties to this note (``dc:relation``): corpus/links.py
     related: tuple[str, ...] = ()
+    #: the library it lives in (``LibraryInfo.library_id``); None: the source's first library
+    library_id: int | None = None
 
 
 #: Zotero's annotation types (``itemAnnotations.type``, chrome/content/zotero/xpcom/annotations.js).

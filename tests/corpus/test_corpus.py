@@ -108,6 +108,10 @@ class RecordingIndexer:
         if manifest["key"] in self.fail_on:
             raise RuntimeError(f"index refused {manifest['key']}")
 
+    def record_libraries(self, conn, libraries, of_keys) -> int:
+        self.libraries = (tuple(libraries), dict(of_keys))
+        return 0
+
     def unstage(self, conn, key: str) -> None:
         conn.execute("CREATE TABLE IF NOT EXISTS test_index (key TEXT PRIMARY KEY, source_hash TEXT, text TEXT)")
         conn.execute("DELETE FROM test_index WHERE key = ?", (key,))

@@ -27,7 +27,7 @@ def test_each_annotation_with_words_is_a_document(annotated):
     wb, _ = annotated
     kept = set(wb.corpus.keys("annotation"))
     # the image mark has no words: provenance only, never indexed
-    assert kept == {"HILITE22", "STICKY22", "UNDERL22", "INK22222"}
+    assert kept == {"HILITE22", "STICKY22", "UNDERL22", "INK22222", "GRPANN22"}  # the group library's too
     manifest, markdown = read_bundle(wb.paths.corpus / "HILITE22")
     assert manifest["content_type"] == "text/annotation" and manifest["item_type"] == "annotation"
     assert (manifest["parent_key"], manifest["attachment_key"], manifest["page_label"]) == (
@@ -78,7 +78,7 @@ def test_annotations_can_be_left_out(annotated):
     again = Workbench(wb.paths.root, zotero_dir=annotated[1], auto_sync=False)
     try:
         report = again.sync(vectors=False)
-        assert report.counts["removed"] == 4 and again.corpus.keys("annotation") == []
+        assert report.counts["removed"] == 5 and again.corpus.keys("annotation") == []
         assert not [h for h in again.search(HIGHLIGHT_WORDS, mode="lexical") if h.kind == "annotation"]
     finally:
         again.close()

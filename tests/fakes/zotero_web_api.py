@@ -64,6 +64,42 @@ class FakeZoteroAPI:
         }
         self.lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
+        self.name = "zocrates-test"
+        #: group libraries the user belongs to (``/users/<id>/groups``), each served under ``/groups/<id>``
+        self.groups: dict[int, FakeZoteroAPI] = {}
+        self.group_status = 200  # what ``/users/<id>/groups`` answers (403: a key that may not list them)
+
+    def add_group(self, group_id: int, name: str) -> FakeZoteroAPI:
+        """A group library the user belongs to; fill it like this one (``add_item``, ``add_note`` …)."""
+        group = FakeZoteroAPI(group_id, "group", self.api_key, local=self.local, server_id=self.server_id)
+        group.name, group.lock = name, self.lock
+        group.base_url = getattr(self, "base_url", "")  # its links name the same server
+        self.groups[group_id] = group
+        return group
+
+    def group_objs(self) -> list[dict]:
+        """``GET /users/<id>/groups`` as zotero.org answers it (group objects with their ``data``)."""
+        return [
+            {
+                "id": gid,
+                "version": g.version,
+                "links": {"alternate": {"href": f"https://www.zotero.org/groups/{gid}", "type": "text/html"}},
+                "meta": {"created": _now(), "lastModified": _now(), "numItems": len(g.items)},
+                "data": {
+                    "id": gid,
+                    "version": g.version,
+                    "name": g.name,
+                    "owner": self.library_id,
+                    "type": "Private",
+                    "description": "",
+                    "url": "",
+                    "libraryEditing": "members",
+                    "libraryReading": "members",
+                    "fileEditing": "members",
+                },
+            }
+            for gid, g in sorted(self.groups.items())
+        ]
 
     # -- library state ----------------------------------------------------
     def _bump(self) -> int:
@@ -175,7 +211,7 @@ class FakeZoteroAPI:
         return {
             "type": self.library_type,
             "id": self.library_id,
-            "name": "zocrates-test",
+            "name": self.name,
             "links": {"alternate": {"href": "https://www.zotero.org/zocrates-test", "type": "text/html"}},
         }
 

@@ -86,6 +86,15 @@ class _Handler(BaseHTTPRequestHandler):
                 path = "/LIB" + path[len(lp) :]
         return path, {k: v[0] for k, v in parse_qs(url.query).items()}
 
+    def _choose_library(self) -> None:
+        """A request under ``/groups/<id>`` is answered from that group's state (``FakeZoteroAPI.add_group``)."""
+        owner = type(self).api
+        self.api, self.routes = owner, type(self).routes
+        match = re.match(r"(?:/api)?/groups/(\d+)(?:/|$)", urlparse(self.path).path)
+        group = owner.groups.get(int(match.group(1))) if match else None
+        if group is not None:
+            self.api, self.routes = group, _routes(group)
+
     def _injected(self) -> bool:
         api = self.api
         if api.latency_s:
@@ -123,6 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         if method != "GET":
             self._read_body()
+        self._choose_library()
         self.api.requests.append((method, self.path, dict(self.headers)))
         if self._injected():
             return
@@ -164,6 +174,7 @@ def _routes(api: FakeZoteroAPI) -> list[_Route]:
         ("GET", item, _get_item),
         ("GET", re.compile(r"/LIB/collections"), _get_collections),
         ("GET", re.compile(r"/LIB/deleted"), _get_deleted),
+        ("GET", re.compile(r"/LIB/groups"), _get_groups),
         ("POST", re.compile(r"/LIB/items"), _post_items),
         ("PATCH", item, _patch_item),
     ]
@@ -204,6 +215,14 @@ def _has_key(h: _Handler) -> bool:
 # -- GET --------------------------------------------------------------------
 def _get_root(h: _Handler, match: re.Match[str], q: dict) -> None:
     h._send(200, "Nothing to see here.")
+
+
+def _get_groups(h: _Handler, match: re.Match[str], q: dict) -> None:
+    if not h.api.local and not _has_key(h):
+        return h._send(403, "Forbidden")
+    if h.api.group_status != 200:
+        return h._send(h.api.group_status, "Forbidden")
+    h._send(200, h.api.group_objs(), _version_header(h.api.version))
 
 
 def _get_key_info(h: _Handler, match: re.Match[str], q: dict) -> None:

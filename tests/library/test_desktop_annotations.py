@@ -36,7 +36,18 @@ def build_annotated(zotero_dir: Path, variant: str) -> None:
         db.add_annotation("INK22222", "PDFATT22", type_id=4, comment="circled the figure")
         db.add_annotation("TRASHED2", "PDFATT22", text="trashed highlight")
         db.add_annotation("ONTRASH3", "PDFATT33", text="on a trashed paper's PDF")
-        db.add_annotation("GROUPAN2", "PDFATT22", text="in another library", library_id=2)
+        # the lab's group library (zotero.org group 4711) holds a paper with a highlighted PDF of its own
+        db.add_group(4711, "Lab reading")
+        db.add_paper("GPAPER22", "Stereo-seq maps the mouse embryo", library_id=2)
+        db.add_attachment("GPDFAT22", "GPAPER22", library_id=2)
+        db.add_annotation(
+            "GRPANN22",
+            "GPDFAT22",
+            text="nanoball patterned arrays at subcellular resolution",
+            page_label="4",
+            page_index=3,
+            library_id=2,
+        )
         db.trash("TRASHED2")
         db.trash("PAPER333")
 
@@ -46,8 +57,11 @@ def test_annotations_on_every_modern_schema(tmp_path, variant):
     build_annotated(tmp_path / "z", variant)
     lib = ZoteroDesktopLibrary(zotero_dir=tmp_path / "z")
     found = {a.key: a for a in lib.snapshot().annotations}
-    # trashed itself, trashed with its paper, and another library's: absent
-    assert set(found) == {"HILITE22", "STICKY22", "UNDERL22", "IMAGE222", "INK22222"}
+    # trashed itself and trashed with its paper: absent; the group library's is read with its own library id
+    assert set(found) == {"HILITE22", "STICKY22", "UNDERL22", "IMAGE222", "INK22222", "GRPANN22"}
+    assert found["GRPANN22"].library_id == 2
+    only_mine = ZoteroDesktopLibrary(zotero_dir=tmp_path / "z", library_id=1).snapshot()
+    assert "GRPANN22" not in {a.key for a in only_mine.annotations}  # library.desktop_library_id keeps to one
     hi = found["HILITE22"]
     assert (hi.annotation_type, hi.attachment_key, hi.parent_key, hi.library_id) == (
         "highlight",
@@ -75,7 +89,7 @@ def test_annotations_on_every_modern_schema(tmp_path, variant):
 def test_a_group_library_reads_its_own_annotations(tmp_path):
     build_annotated(tmp_path / "z", "9")
     lib = ZoteroDesktopLibrary(zotero_dir=tmp_path / "z", library_id=2)
-    assert [(a.key, a.library_id) for a in lib.snapshot().annotations] == [("GROUPAN2", 2)]
+    assert [(a.key, a.library_id) for a in lib.snapshot().annotations] == [("GRPANN22", 2)]
 
 
 def test_zotero5_has_no_annotations(tmp_path):
@@ -104,3 +118,28 @@ def test_the_real_zotero9_database_has_one_sticky_note(tmp_path):
     assert (note.key, note.annotation_type, note.comment, note.page_label) == ("C6SETCGM", "note", "note here", "1")
     assert (note.attachment_key, note.parent_key, note.library_id) == ("IY4WDTBE", "TUAXBMBS", 1)
     assert note.color_name == "yellow" and note.page_index == 0 and note.indexable
+
+
+def test_the_real_zotero_9_database_reads_every_library_but_its_feed(tmp_path):
+    """Group libraries on the real Zotero 9 profile: My Library (99 items), an empty group library
+    ("better-bibtex", zotero.org group 4355231) and an RSS feed whose 5 items are not the user's."""
+    if not REAL_DB.is_file():
+        pytest.skip("the real Zotero 9 database is not at hand")
+    import shutil
+
+    folder = tmp_path / "z"
+    folder.mkdir()
+    shutil.copy(REAL_DB, folder / "zotero.sqlite")
+    snap = ZoteroDesktopLibrary(zotero_dir=folder).snapshot()
+    assert [(lib.library_id, lib.name, lib.kind, lib.group_id) for lib in snap.libraries] == [
+        (1, "My Library", "user", None),
+        (2, "better-bibtex", "group", 4355231),
+    ]
+    records = (*snap.papers, *snap.notes, *snap.annotations)
+    assert records and {r.library_id for r in records} == {1}  # the group is empty; the feed is not read
+    only_group = ZoteroDesktopLibrary(zotero_dir=folder, library_id=2).snapshot()
+    assert (
+        not only_group.papers
+        and not only_group.notes
+        and [lib.name for lib in only_group.libraries] == ["better-bibtex"]
+    )

@@ -73,8 +73,10 @@ def test_reads_notes_papers_collections_on_every_schema(zotero_dir):
     assert isinstance(lib, LibrarySource) and lib.writable is False
     snap = lib.snapshot()
     notes = {n.key: n for n in snap.notes}
-    # trashed directly, trashed through the parent, attachment notes, group library: all absent
-    assert set(notes) == {"STAND222", "CHILD222", "LEGACY22"}
+    # trashed directly, trashed through the parent, attachment notes: absent; the group library's is read too
+    assert set(notes) == {"STAND222", "CHILD222", "LEGACY22", "GROUP222"}
+    assert notes["GROUP222"].library_id == 2 and notes["STAND222"].library_id == 1
+    assert [lib.kind for lib in snap.libraries] == ["user", "group"]
     assert notes["STAND222"].html == NOTE_HTML  # znv1 wrapper stripped
     assert notes["STAND222"].collections == ("SPATIAL2", "MTHDS222")
     assert notes["STAND222"].parent_key is None

@@ -260,7 +260,8 @@ def test_open_source_builds_a_web_source_from_config(api, monkeypatch, tmp_path)
             }
         },
     )
-    assert isinstance(source, ZoteroWebLibrary) and source.cache_path == paths.web_cache
+    # a user library is read with the groups the key can access (none here); its own cache is the user's
+    assert isinstance(source.user, ZoteroWebLibrary) and source.cache_path == paths.web_cache
     assert {n.key for n in source.snapshot().notes} == {"STAND222", "CHILD222"}
     assert KEY not in repr(source) and KEY not in source.describe()
     source.close()

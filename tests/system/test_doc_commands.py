@@ -67,6 +67,7 @@ def _placeholders(fx: dict[str, str]) -> list[tuple[str | None, str, str, str]]:
         ("--api-key-env", r"NAME|ENV", "ZOTERO_API_KEY", "an environment variable name"),
         ("--base-url", r"URL", "http://127.0.0.1:9/v1", "a URL (not contacted by these commands)"),
         ("--library-id", r"ID", "1234567", "a numeric id"),
+        ("--library", r"NAME|ID", "Demo library", "the name of a library the index holds (the demo's)"),
         ("--k", r"N", "3", "a count"),
         (None, r"QUESTION|QUERY", "Which methods deconvolve cell types in Visium spots?", "a question"),
         (None, r"NOTE\.html", fx["note_html"], "a note's HTML file"),

@@ -342,3 +342,45 @@ def test_no_repr_of_a_bundle_carries_live_markup_from_its_note():
             assert "Body" not in text and "alert(3)" not in text
             continue
         assert "<script" not in text.lower() and not re.search(r"<[^>]*onerror", text), mimetype
+
+
+def test_the_chat_panel_searches_one_library_when_asked(tmp_path):
+    """Group libraries (issue 22): with more than one library the panel offers "Search in"; a choice keeps
+    the answer's evidence to that library, "All libraries" searches them all."""
+    from tests.library.test_desktop_annotations import build_annotated
+    from zocrates_nb.widgets.picker import library_options
+    from zocrates_nb.workbench.core import Workbench
+
+    build_annotated(tmp_path / "zotero", "9")
+    wb = Workbench(tmp_path / "data", zotero_dir=tmp_path / "zotero", auto_sync=False)
+    try:
+        wb.sync(vectors=False)
+        panel = ChatPanel(wb)
+        assert panel.library_picker.layout.display is None  # two libraries: shown
+        assert [label for label, _ in panel.library_picker.options] == [
+            "All libraries",
+            "My Library",
+            "Lab reading (group)",
+        ]
+        panel.library_picker.value = "2"
+        answer = panel.send("What did we highlight about arrays and platform effects?")
+        assert answer.evidence and {e.get("library_id") for e in answer.evidence} == {2}
+        panel.library_picker.value = ""
+        answer = panel.send("What did we highlight about arrays and platform effects?")
+        assert {e.get("library_id") for e in answer.evidence} == {1, 2}
+    finally:
+        wb.close()
+    assert library_options([]) == [("All libraries", "")]
+    demo_panel_options = library_options([{"name": "Demo library", "kind": "local", "library_id": 1}])
+    assert demo_panel_options == [("All libraries", ""), ("Demo library", "1")]
+
+
+def test_sources_and_result_rows_name_a_group_library():
+    from zocrates_nb.display.answers import render_source
+    from zocrates_nb.display.render import render_search_hit
+
+    item = {"kind": "note", "title": "Journal club", "library_kind": "group", "library_name": "Lab <reading>"}
+    assert "in Lab &lt;reading&gt;" in render_source(item)
+    assert "in Lab" not in render_source({**item, "library_kind": "user", "library_name": "My Library"})
+    row = render_search_hit({**item, "key": "ABCD2345", "text": "t", "ranks": {}, "score": 0.1}, 1)
+    assert 'class="zc-library">in Lab &lt;reading&gt;' in row

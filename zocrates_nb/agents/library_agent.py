@@ -17,7 +17,7 @@ from typing import Any
 from zocrates_nb.agents.keys import KeyDirectory
 from zocrates_nb.agents.prompting import evidence_preamble, system_prompt, wrap_evidence
 from zocrates_nb.display.annotations import annotation_title
-from zocrates_nb.display.pages import page_fields, page_span, select_url
+from zocrates_nb.display.pages import hit_library, library_fields, page_fields, page_span, select_url
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.protocols import ChatClient
 from zocrates_nb.records import INLINE_WORDS
@@ -81,6 +81,8 @@ def hit_evidence(hit: Any, *, query: str, step: int, zotero_library: str | None 
         "zotero_select": select_url(get("parent_key") if annotation is not None else get("key"), zotero_library),
         # a PDF annotation's marks (the highlighted text, the comment, the colour, the library)
         **({"annotation": dict(annotation)} if annotation is not None else {}),
+        # the library it lives in (a group's name shows in the provenance table)
+        **library_fields(hit),
     }
 
 
@@ -222,7 +224,9 @@ class LibrarySearchAgent:
 def library_of(results: Any, hit: Any) -> str | None:
     """Where the hit's item is in Zotero; None for a note still in the outbox (not in Zotero yet)."""
     pending = getattr(results, "pending", None) or {}
-    return None if getattr(hit, "key", None) in pending else getattr(results, "zotero_library", None)
+    if getattr(hit, "key", None) in pending:
+        return None
+    return hit_library(hit, getattr(results, "zotero_library", None))  # a group's item links into the group
 
 
 def select_evidence(evidence: list[dict], limit_chars: int = MAX_EVIDENCE_CHARS) -> list[dict]:

@@ -80,7 +80,14 @@ def _add_sync_parser(sub, common) -> None:
 
 def cmd_search(args: argparse.Namespace) -> int:
     filters = {
-        k: v for k, v in (("item_type", args.type), ("collection", args.collection), ("parent_key", args.parent)) if v
+        k: v
+        for k, v in (
+            ("item_type", args.type),
+            ("collection", args.collection),
+            ("parent_key", args.parent),
+            ("library", args.library),
+        )
+        if v
     }
     if not args.no_engine and _search_via_engine(args, filters):
         return EXIT_OK
@@ -105,6 +112,7 @@ def _add_search_parser(sub, common) -> None:
     p.add_argument("--type", metavar="ITEM_TYPE", help="only this item type: note, paper, journalArticle, …")
     p.add_argument("--collection", metavar="KEY_OR_NAME", help="only items filed in this collection")
     p.add_argument("--parent", metavar="KEY", help="only child notes of this paper")
+    p.add_argument("--library", metavar="NAME_OR_ID", help="only this library (`zocrates-nb library list`)")
     p.add_argument("--json", action="store_true", help="keys, kind, ranks and the evidence text as JSON")
     p.add_argument(
         "--mode",
@@ -178,7 +186,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             stream = lambda token: print(token, end="", flush=True)  # noqa: E731
         if wb.paths.unwritable:  # said once, before the answer (its evidence is lexical only)
             print(f"note: {reading_only_notice(wb.paths.root, wb.paths.unwritable)}", file=sys.stderr)
-        answer = wb.ask(args.question, on_token=stream)
+        answer = wb.ask(args.question, on_token=stream, library=args.library)
         saved = save_answer_from_cli(wb, answer, args)
         if args.export:
             export_answer_from_cli(wb, answer, args)
@@ -208,6 +216,7 @@ def _add_ask_parser(sub, common) -> None:
     p.add_argument("question")
     p.add_argument("--json", action="store_true", help='{"answer", "citations", "evidence", "usage", "mode"}')
     p.add_argument("--stream", action="store_true", help="print the answer as it is generated")
+    p.add_argument("--library", metavar="NAME_OR_ID", help="search only this library (`zocrates-nb library list`)")
     add_save_arguments(p)
     p.add_argument(
         "--export",

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zocrates_nb.cli.common import EXIT_OK, config_store, paths_from_args, print_json
+from zocrates_nb.cli.common import EXIT_OK, config_store, open_workbench, paths_from_args, print_json
 from zocrates_nb.errors import LibraryError, ZocratesError
 
 if TYPE_CHECKING:
@@ -30,6 +30,23 @@ def cmd_library_show(args: argparse.Namespace) -> int:
     library = {**(config_store(args).read().get("library") or {})}
     library.update(library_show_extras(args, library))
     print_json(library) if args.json else print("\n".join(f"{k}: {v}" for k, v in library.items()))
+    return EXIT_OK
+
+
+def cmd_library_list(args: argparse.Namespace) -> int:
+    """The libraries the index holds (the user's own, each group), as the last sync recorded them."""
+    wb = open_workbench(args)
+    try:
+        found = wb.libraries()
+    finally:
+        wb.close()
+    if args.json:
+        print_json(found)
+    elif not found:
+        print("No libraries recorded yet: run `zocrates-nb sync`.")
+    for lib in [] if args.json else found:
+        group = f", zotero.org group {lib['group_id']}" if lib["group_id"] else ""
+        print(f"{lib['library_id']:>6}  {lib['name']} ({lib['kind']}{group}): {lib['documents']:,} documents")
     return EXIT_OK
 
 
@@ -83,6 +100,9 @@ def _add_library_parser(sub, common) -> None:
     show = actions.add_parser("show", parents=[common], help="the configured library source")
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=cmd_library_show)
+    listing = actions.add_parser("list", parents=[common], help="the libraries searched, with their ids")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(func=cmd_library_list)
     use = actions.add_parser("use", parents=[common], help="choose: demo | sqlite PATH | dir DIR | web --library-id ID")
     from zocrates_nb.settings.schema import LIBRARY_TYPES, SOURCE_ALIASES
 

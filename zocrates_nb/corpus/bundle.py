@@ -48,6 +48,8 @@ def note_manifest(note, converted, context: dict, converted_at: str) -> dict:
     manifest.update(
         key=note.key, content_type="text/note", item_type="note", version=note.version, date_modified=note.date_modified
     )
+    if note.library_id is not None:  # the Zotero library it lives in (the index keeps it: search filters by it)
+        manifest["library_id"] = note.library_id
     return manifest
 
 
@@ -70,6 +72,8 @@ def paper_manifest(paper, converted, context: dict, converted_at: str) -> dict:
     )
     if paper.citation_key:  # the user's own key for citing it (export keeps it)
         manifest["citation_key"] = paper.citation_key
+    if paper.library_id is not None:
+        manifest["library_id"] = paper.library_id
     if converted.pages:  # where each PDF page sits in content.md: what gives every chunk its pages
         manifest["pages"] = [page.to_json() for page in converted.pages]
     if converted.pdf_failures:

@@ -84,6 +84,8 @@ class SyncRun:
                 held_papers.ensure_complete(
                     conn, [k for k, row in state.items() if row[0] == "paper"], corpus.stored_manifest
                 )
+                if corpus.indexer is not None and snapshot.libraries:  # search filters and links by library
+                    corpus.indexer.record_libraries(conn, snapshot.libraries, snapshot.library_of_keys())
             from zocrates_nb.corpus.dense_phase import fill_vectors, finish_feed, start_feed
 
             # the vectors fill in behind the lexical index: each committed batch goes to a background

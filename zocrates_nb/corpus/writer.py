@@ -73,6 +73,10 @@ class DocumentIndexer(Protocol):
 
     def unstage(self, conn, key: str) -> None: ...
 
+    def record_libraries(self, conn, libraries, of_keys) -> int:
+        """The libraries a sync read and each document's (``library_id``), in the sync's transaction."""
+        ...
+
     def commit_vectors(self) -> Any: ...
 
 

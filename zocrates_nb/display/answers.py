@@ -19,7 +19,7 @@ __all__ = ["answer_sources", "render_answer", "render_answer_body", "render_sour
 _SOURCE_FIELDS = (
     "title", "citation", "kind", "parent_title", "parent_key", "text", "inlined", "word_count",
     "page_start", "page_end", "page_label_start", "page_label_end", "attachment_key", "zotero_select",
-    "open_pdf",
+    "open_pdf", "library_name", "library_kind",
 )
 # fmt: on
 
@@ -69,6 +69,8 @@ def render_source(item: Any) -> str:
         meta.append(f"on “{parent_title}”")
     if is_inlined(item):
         meta.append("inlined")
+    if field(item, "library_kind") == "group":  # the lab's shared reading, told apart from the user's own
+        meta.append(f"in {field(item, 'library_name')}")
     span = page_span(item)
     pages = ""
     if span is not None:

@@ -17,11 +17,46 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from zocrates_nb.records import PageSpan, is_valid_key
+from zocrates_nb.records import LibraryInfo, PageSpan, is_valid_key
 
-__all__ = ["open_pdf_url", "page_fields", "page_span", "select_url"]
+__all__ = ["hit_library", "library_fields", "open_pdf_url", "page_fields", "page_span", "select_url"]
 
 _LIBRARY_PATH = re.compile(r"library|groups/\d+")
+
+
+def _library_of(hit: Any) -> Any:
+    return hit.get("library") if isinstance(hit, Mapping) else getattr(hit, "library", None)
+
+
+def hit_library(hit: Any, default: str | None) -> str | None:
+    """Where a hit's item is in Zotero's links: its own library's path when the index knows the library
+    (``library``, ``groups/<groupID>``, None for the demo library), else ``default`` (the source's).
+
+    Why per hit: one corpus holds the user's library and every group library, and a group's key
+    opens nothing under ``library``."""
+    found = _library_of(hit)
+    if isinstance(found, Mapping):  # SearchHit.to_dict's form of a LibraryInfo
+        found = LibraryInfo(
+            int(found.get("library_id") or 0),
+            str(found.get("name") or ""),
+            str(found.get("kind") or "user"),
+            found.get("group_id"),
+        )
+    return found.link_path if isinstance(found, LibraryInfo) else default
+
+
+def library_fields(hit: Any) -> dict[str, Any]:
+    """The ``search --json`` fields that say which library a hit lives in ({} when the index does not know)."""
+    found = _library_of(hit)
+    if found is None:
+        return {}
+    get = found.get if isinstance(found, Mapping) else (lambda name: getattr(found, name, None))
+    return {
+        "library_id": get("library_id"),
+        "library_name": get("name"),
+        "library_kind": get("kind"),
+        "group_id": get("group_id"),
+    }
 
 
 def select_url(key: str | None, library: str | None) -> str | None:

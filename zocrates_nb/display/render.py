@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zocrates_nb.display.annotations import annotation_cell, annotation_title
-from zocrates_nb.display.pages import open_pdf_url, page_span, select_url
+from zocrates_nb.display.pages import hit_library, library_fields, open_pdf_url, page_span, select_url
 from zocrates_nb.records import INLINE_WORDS, kind_of_content_type
 
 SNIPPET_CHARS = 320
@@ -119,6 +119,10 @@ def _source_cell(hit: Any, pending_reason: str | None = None) -> str:
         cell += f" <code>{escape(key)}</code>"
     if parent:
         cell += f"<br><small>on paper <code>{escape(parent)}</code></small>"
+    library = library_fields(hit)  # a group library's item says which (the user's own goes unsaid)
+    if library.get("library_kind") == "group" or field(hit, "library_kind") == "group":
+        name = library.get("library_name") or field(hit, "library_name")
+        cell += f'<br><small class="zc-library">in {escape(str(name))}</small>'
     if pending_reason is not None:
         cell += (
             f'<br><small class="zc-pending" style="color:#8a5a00" title="{escape(pending_reason)}">'
@@ -173,7 +177,7 @@ def render_search_hit(
     if field(hit, "kind") == "annotation":  # "Highlight on “Paper”, p. 12"
         title = escape(annotation_title(field(hit, "annotation"), field(hit, "parent_title")))
     target = field(hit, "parent_key") if field(hit, "kind") == "annotation" else field(hit, "key")
-    link = field(hit, "zotero_select") or select_url(target, zotero_library)
+    link = field(hit, "zotero_select") or select_url(target, hit_library(hit, zotero_library))
     if link and not pending_reason:  # a note still in the outbox is not in Zotero yet
         title = f'<a href="{escape(link)}" title="Show in Zotero">{title}</a>'
     if field(hit, "citation"):

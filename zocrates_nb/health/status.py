@@ -33,7 +33,7 @@ def library_label(library: dict) -> str:
     return "demo library"
 
 
-def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, dict[str, int]]:
+def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, dict[str, Any]]:
     """(documents by kind, chunk rows, error, papers by text source) from conversion_meta.db; zeros when it
     does not exist yet. The text sources are one GROUP BY over a table of one row per paper."""
     if not paths.meta_db.exists():
@@ -50,11 +50,16 @@ def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, d
                 kind: n for kind, n in conn.execute("SELECT kind, count(*) FROM documents GROUP BY kind ORDER BY kind")
             }
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0] if "chunks" in tables else 0
-        sources: dict[str, int] = {}
+        sources: dict[str, Any] = {}
         if "document_text" in tables:
             sources = dict(conn.execute("SELECT source, count(*) FROM document_text GROUP BY source"))
             sources["pdf_failures"] = conn.execute("SELECT total(pdf_failures) FROM document_text").fetchone()[0]
-        return documents, chunks, None, {k: int(v) for k, v in sources.items()}
+        if {"libraries", "document_libraries"} <= tables:  # the user's own and each group library
+            sources["libraries"] = conn.execute(
+                "SELECT l.name, l.kind, count(d.key) FROM libraries AS l LEFT JOIN document_libraries AS d "
+                "ON d.library_id = l.library_id GROUP BY l.library_id ORDER BY l.kind = 'group', l.library_id"
+            ).fetchall()
+        return documents, chunks, None, {k: v if k == "libraries" else int(v) for k, v in sources.items()}
     except sqlite3.Error as exc:
         return {}, 0, f"cannot read {paths.meta_db.name}: {exc}", {}
     finally:
@@ -112,6 +117,9 @@ def collect_status(paths: DataPaths) -> dict[str, Any]:
             "index": {"chunks": chunks},
         }
     )
+    libraries = sources.pop("libraries", None)
+    if libraries:
+        status["corpus"]["libraries"] = [{"name": n, "kind": k, "documents": c} for n, k, c in libraries]
     if sources:  # where the papers' text came from: their PDFs (with pages) or the library's full text
         status["corpus"]["pages"] = {
             "from_pdf": sources.get("pdf", 0),
@@ -165,6 +173,7 @@ def format_status(status: dict[str, Any]) -> str:
         f"library        : {status['library']['label']}",
         f"corpus         : {corpus['notes']} notes, {corpus['papers']} papers"
         + (f" ({corpus['error']})" if corpus.get("error") else ""),
+        *([f"libraries      : {_libraries_line(corpus['libraries'])}"] if len(corpus.get("libraries", [])) > 1 else []),
         *([f"pages          : {pages_line(corpus, status['library']['source'])}"] if _pages_shown(status) else []),
         f"index          : {status['index']['chunks']} chunks"
         + (f" · {_dense_line(status['index']['dense_progress'])}" if status["index"].get("dense_progress") else ""),
@@ -188,6 +197,14 @@ def format_status(status: dict[str, Any]) -> str:
         if problem in status:
             lines.append(f"PROBLEM        : {status[problem]['message']}\n  → {status[problem]['hint']}")
     return "\n".join(lines)
+
+
+def _libraries_line(libraries: list[dict]) -> str:
+    """``My Library (107 documents) · Lab reading (group, 12 documents)``."""
+    return " · ".join(
+        f"{lib['name']} ({'group, ' if lib['kind'] == 'group' else ''}{lib['documents']:,} documents)"
+        for lib in libraries
+    )
 
 
 def _pages_shown(status: dict) -> bool:

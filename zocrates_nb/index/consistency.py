@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 from zocrates_nb.errors import IndexCorruptError, ZocratesError
 from zocrates_nb.index.core import REBUILD_HINT, IndexCore
 from zocrates_nb.index.lexical import fts
+from zocrates_nb.index.lexical.libraries import record_library, replace_libraries
 from zocrates_nb.index.records import document_rows, embedding_text
 from zocrates_nb.index.vectors import pending
+from zocrates_nb.records import LibraryInfo
 
 if TYPE_CHECKING:
     from zocrates_nb.index.vectors.feed import DenseFeed
@@ -42,6 +44,7 @@ class IndexConsistency(IndexCore):
         """Write a document's FTS rows inside the caller's transaction; queue its vectors."""
         doc, rows = document_rows(manifest, markdown, _count_tokens())
         stale = fts.replace_document(conn, doc, rows)
+        record_library(conn, doc.key, manifest.get("library_id"))
         pending.add(conn, [r.chunk_id for r in rows] + list(stale))  # durable: survives a kill before COMMIT
         with self._queue_lock:
             if not self._pending:
@@ -50,6 +53,12 @@ class IndexConsistency(IndexCore):
                 mark_pending(self.paths.root)  # a kill from here on leaves vectors to resume
             self._pending.update(r.chunk_id for r in rows)
             self._pending.update(stale)
+
+    def record_libraries(
+        self, conn: sqlite3.Connection, libraries: Sequence[LibraryInfo], of_keys: Mapping[str, int]
+    ) -> int:
+        """The libraries a sync read and each document's, inside its transaction (lexical/libraries.py)."""
+        return replace_libraries(conn, libraries, of_keys)
 
     def unstage(self, conn: sqlite3.Connection, key: str) -> None:
         """Delete a document's FTS rows inside the caller's transaction; queue the vector deletes."""

@@ -17,6 +17,7 @@ from typing import Any
 from zocrates_nb.index.consistency import IndexConsistency
 from zocrates_nb.index.core import DEFAULT_RRF_K, REBUILD_HINT
 from zocrates_nb.index.lexical import fts
+from zocrates_nb.index.lexical.libraries import known_libraries, resolve_library
 from zocrates_nb.index.rank.ranking import (
     FILTER_NAMES,
     MAX_QUERY_CHARS,
@@ -27,6 +28,7 @@ from zocrates_nb.index.rank.ranking import (
     rrf,
 )
 from zocrates_nb.index.searching import IndexSearch
+from zocrates_nb.records import LibraryInfo
 
 __all__ = [
     "rrf",
@@ -53,6 +55,14 @@ class HybridIndex(IndexConsistency, IndexSearch):
         """Keys of the indexed documents ("note" / "paper" / all), sorted."""
         sql = "SELECT key FROM index_documents" + (" WHERE kind = ?" if kind else "") + " ORDER BY key"
         return self._read(lambda conn: [k for (k,) in conn.execute(sql, (kind,) if kind else ())])
+
+    def libraries(self) -> list[tuple[LibraryInfo, int]]:
+        """The libraries the index holds documents of (the first-read first), each with its document count."""
+        return self._read(known_libraries)
+
+    def resolve_library(self, value: str) -> LibraryInfo:
+        """The library a name or id names (a QueryError listing them when none)."""
+        return self._read(lambda conn: resolve_library(conn, value))
 
     def chunk_count(self) -> int:
         """How many chunks the lexical index holds (the count vectors must match)."""

@@ -16,6 +16,7 @@ from typing import Any
 from zocrates_nb.errors import IndexCorruptError, QueryError, ZocratesError
 from zocrates_nb.index.core import REBUILD_HINT, IndexCore
 from zocrates_nb.index.lexical import fts, note_links
+from zocrates_nb.index.lexical.libraries import resolve_library
 from zocrates_nb.index.lexical.split import lexical_search
 from zocrates_nb.index.rank.assembly import build_hits, chunk_units, collapse_to_documents, rank_units
 from zocrates_nb.index.rank.bridge import weighted
@@ -69,7 +70,7 @@ class IndexSearch(IndexCore):
         text, notice = prepare_query(query)
         notices = [notice] if notice else []
         mode = self._mode_for_directory(mode, fallback, notices)
-        filters = check_filters(filters)
+        filters = self._with_library_id(check_filters(filters))
         k = max(1, min(int(k), 1000))
         depth = max(self.depth, k)
         lists: dict[str, list[str]] = {}
@@ -116,6 +117,13 @@ class IndexSearch(IndexCore):
             self._check_not_lost()
             self._check_filter_targets(filters)
         return self._assemble(lists, raw_scores, k, collapse, mode, text), notices
+
+    def _with_library_id(self, filters: dict[str, str]) -> dict[str, str]:
+        """A ``library`` filter's name or id as the library_id the index stores (refused when it names none)."""
+        if filters.get("library"):
+            value = filters["library"]
+            filters["library"] = str(self._read(lambda conn: resolve_library(conn, value)).library_id)
+        return filters
 
     def _mode_for_directory(self, mode: str, fallback: bool, notices: list[str]) -> str:
         """Reading only (a read-only or full data directory, so no vector store): hybrid answers

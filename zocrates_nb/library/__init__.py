@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from zocrates_nb.errors import ConfigError
 from zocrates_nb.library.base import Collection, LibrarySnapshot, LibrarySource, Note, Paper
@@ -88,15 +89,31 @@ def open_source(paths, config: dict, *, local_key: Callable[[], str | None] | No
                 "Set library.library_id to your Zotero user ID (zotero.org/settings/keys) "
                 'or a group ID, and library.library_type to "user" or "group".',
             )
-        return ZoteroWebLibrary(
-            library_id=library_id if library_id not in (None, "") else 0,
-            library_type=lib.get("library_type") or "user",
-            api_key=local_api_key(lib, local_key)
-            if local
-            else (os.environ.get(lib.get("api_key_env") or WEB_KEY_ENV) or None),
-            cache_path=paths.web_cache,
-            local=local,
-            base_url=lib.get("base_url"),
-            server_id=lib.get("server_id"),
+        api_key = (
+            local_api_key(lib, local_key) if local else (os.environ.get(lib.get("api_key_env") or WEB_KEY_ENV) or None)
+        )
+
+        def web_library(number: Any, kind: str, cache: Path | None) -> ZoteroWebLibrary:
+            return ZoteroWebLibrary(
+                library_id=number,
+                library_type=kind,
+                api_key=api_key,
+                cache_path=cache,
+                local=local,
+                base_url=lib.get("base_url"),
+                server_id=lib.get("server_id"),
+            )
+
+        user = web_library(
+            library_id if library_id not in (None, "") else 0, lib.get("library_type") or "user", paths.web_cache
+        )
+        if user.library_type != "user" or lib.get("groups", "all") == "none":
+            return user
+        from zocrates_nb.library.web.groups import ZoteroWebLibraries, group_cache_path, list_groups
+
+        return ZoteroWebLibraries(
+            user,
+            lambda group_id: web_library(group_id, "group", group_cache_path(paths.web_cache, group_id)),
+            lambda: list_groups(user.base_url, user.library_id, api_key, local=local),
         )
     raise ConfigError(f"Unknown library source {source!r}.", f"Set library.source to one of: {', '.join(SOURCES)}.")

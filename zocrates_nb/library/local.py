@@ -28,6 +28,7 @@ from zocrates_nb.errors import LibraryError, NotFoundError, ZocratesError
 from zocrates_nb.library.base import (
     Annotation,
     Collection,
+    LibraryInfo,
     LibrarySnapshot,
     Note,
     Paper,
@@ -38,7 +39,10 @@ from zocrates_nb.library.demo_content import DEMO_CONTENT_DIR, load_demo_annotat
 from zocrates_nb.storage.space import unavailable, write_problem
 from zocrates_nb.storage.sqlite_tx import connect_read_only, enable_wal, immediate_transaction
 
-__all__ = ["DEMO_CONTENT_DIR", "DemoLibrary", "load_demo_content"]
+__all__ = ["DEMO_CONTENT_DIR", "DEMO_LIBRARY", "DemoLibrary", "load_demo_content"]
+
+#: the demo library is one library that Zotero does not hold (its items have no zotero:// links)
+DEMO_LIBRARY = LibraryInfo(library_id=1, name="Demo library", kind="local")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -253,6 +257,7 @@ class DemoLibrary:
             collections=collections,
             version=int(row[0]) if row else 0,
             annotations=tuple(a for a in self._annotations.values() if a.parent_key in shown),
+            libraries=(DEMO_LIBRARY,),
         )
 
     def get_note(self, key: str) -> Note | None:

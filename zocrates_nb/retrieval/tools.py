@@ -22,11 +22,12 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from zocrates_nb.display.annotations import annotation_fields, annotation_label
-from zocrates_nb.display.pages import page_fields, select_url
+from zocrates_nb.display.pages import hit_library, library_fields, page_fields, select_url
 from zocrates_nb.errors import QueryError, ZocratesError
 from zocrates_nb.index.rank.ranking import SearchHit, prepare_query
 from zocrates_nb.protocols import EventSink, NullEventSink, SearchIndex
@@ -161,7 +162,18 @@ def format_evidence(
         head.append(f'No results for "{_one_line(query, 30)}". Try other words or fewer filters.')
         return "\n".join(head)
     head.append(f'{len(hits)} result{"s" if len(hits) != 1 else ""} for "{_one_line(query, 30)}":')
-    return "\n".join(head) + "\n\n" + "\n\n".join(format_hit(h, pending.get(h.key)) for h in hits)
+    return "\n".join(head) + "\n\n" + "\n\n".join(with_library(format_hit(h, pending.get(h.key)), h) for h in hits)
+
+
+def with_library(block: str, hit: SearchHit) -> str:
+    """A group library's item says so under its header (``Library: Lab reading (group)``), so an answer
+    can tell the lab's shared reading from the user's own; the user's own library goes unsaid."""
+    library = hit.library
+    if library is None or getattr(library, "kind", "user") != "group":
+        return block
+    header, _, rest = block.partition("\n")
+    line = f"Library: {_one_line(library.name)} (group)"
+    return f"{header}\n{line}\n{rest}" if rest else f"{header}\n{line}"
 
 
 # ---------------------------------------------------------------------------- results object
@@ -218,13 +230,15 @@ class SearchResults:
                     "pending": h.key in self.pending,  # true: saved here, not yet in Zotero (outbox)
                     "pending_reason": self.pending.get(h.key),
                     # shows the item in Zotero (an annotation: its paper; the reader link selects the annotation)
-                    "zotero_select": select_url(h.parent_key if h.kind == "annotation" else h.key, self.zotero_library),
+                    "zotero_select": select_url(h.parent_key if h.kind == "annotation" else h.key, where),
                     # page_start/page_end (from 1), their labels, the open-pdf link (into this library)
-                    **page_fields(h.pages, library=self.zotero_library),
+                    **page_fields(h.pages, library=where),
                     # an annotation's: type, highlighted text, comment, colour, page label, attachment, library
-                    **annotation_fields(h, library=self.zotero_library),
+                    **annotation_fields(h, library=where),
+                    # the library it lives in: library_id, its name, kind and zotero.org group id
+                    **library_fields(h),
                 }
-                for h in self.hits
+                for h, where in ((h, hit_library(h, self.zotero_library)) for h in self.hits)
             ],
         }
 
@@ -259,6 +273,8 @@ class LibraryTools:
     pending: Callable[[], Mapping[str, str]] | None = None
     #: "library" / "groups/<id>" when the source is a Zotero library (set by the wiring), else None
     zotero_library: str | None = None
+    #: filters every search keeps to (``scoped``); None: none
+    scope: Mapping[str, str] | None = None
 
     def __init__(
         self, corpus: Any, index: SearchIndex, events: EventSink | None = None, *, mode: str = "hybrid"
@@ -267,6 +283,22 @@ class LibraryTools:
         self.index = index
         self.events: EventSink = events if events is not None else NullEventSink()
         self.mode = mode
+
+    @contextmanager
+    def scoped(self, library: str | None) -> Iterator[None]:
+        """Every search inside keeps to ``library`` (a name or id; None: all libraries): ``ask --library``.
+
+        The name is checked first, so a typo is refused before any agent runs instead of answering
+        from nothing."""
+        if not library:
+            yield
+            return
+        self.index.resolve_library(library)  # raises a QueryError that lists the libraries
+        previous, self.scope = self.scope, {"library": str(library)}
+        try:
+            yield
+        finally:
+            self.scope = previous
 
     def _pending_among(self, hits: Sequence[SearchHit]) -> dict[str, str]:
         if self.pending is None or not any(h.kind == "note" for h in hits):
@@ -295,6 +327,8 @@ class LibraryTools:
         except (TypeError, ValueError):
             raise QueryError(f"k must be a whole number, got {k!r}.", hint="For example k=10.") from None
         k = max(1, min(asked, max_k))
+        if self.scope:  # ask --library: the agents' own filters never widen it
+            filters = {**(filters or {}), **self.scope}
         hits, notices = self.index.search_with_notices(query, k=k, filters=filters, mode=mode)
         if asked > max_k:
             notices.append(f"k={asked} was capped at {max_k} results.")

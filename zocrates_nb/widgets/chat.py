@@ -25,6 +25,7 @@ import traitlets
 
 from zocrates_nb.display import answers, render  # the renderers (zocrates_nb.display.render, .answers)
 from zocrates_nb.errors import ZocratesError
+from zocrates_nb.widgets.picker import library_options
 
 # the collection / parent-paper pickers (and their constants) live in save_destination.py (issue 12)
 from zocrates_nb.widgets.save_destination import NO_COLLECTION, NO_PARENT, SHOW_ALL_PAPERS_UP_TO, SaveDestination
@@ -98,6 +99,10 @@ class ChatPanel(SaveDestination):
         self.input.on_msg(self._on_input_msg)
 
         self._build_destination()
+        listed: list[dict] = getattr(self.workbench, "libraries", list)()  # the user's own and each group's
+        self.library_picker = widgets.Dropdown(options=library_options(listed), description="Search in")
+        self.library_picker.add_class("zc-chat-library")
+        self.library_picker.layout.display = None if len(listed) > 1 else "none"  # one library: nothing to pick
         self.save_session_button = widgets.Button(
             description="Save session as Note",
             icon="save",
@@ -121,7 +126,7 @@ class ChatPanel(SaveDestination):
         self._offer_ready = threading.Event()
         threading.Thread(target=self._find_offer, name="zocrates-zotero-offer", daemon=True).start()
         self.root = widgets.VBox(
-            [header, self.offer_box, self.log, self.error, self.input, save_row, self.status],
+            [header, self.offer_box, self.log, self.error, self.library_picker, self.input, save_row, self.status],
             layout=widgets.Layout(width="100%"),
         )
         self.root.add_class("zc-chat")
@@ -233,7 +238,8 @@ class ChatPanel(SaveDestination):
         bubble = _AssistantBubble(self)
         self.input.disabled = True
         try:
-            answer = self.workbench.ask(question, session=self.session, on_token=bubble.on_token)
+            scope = {"library": self.library_picker.value} if self.library_picker.value else {}
+            answer = self.workbench.ask(question, session=self.session, on_token=bubble.on_token, **scope)
         except Exception as exc:
             bubble.failed(exc)
             self._show_error(exc)

@@ -115,3 +115,13 @@ def suggested_parent(answer: Any, paper_keys: set[str] | frozenset[str]) -> str 
         return None
     best = max(counts.values())
     return next(k for k in cited if counts.get(k) == best)
+
+
+def library_options(libraries: Sequence[Any]) -> list[tuple[str, str]]:
+    """The chat panel's "Search in" choices: every library (``""``), then each by name (its id as value).
+
+    ``libraries``: ``Workbench.libraries()`` rows (``name``, ``kind``, ``library_id``)."""
+    return [("All libraries", "")] + [
+        (f"{lib['name']}{' (group)' if lib.get('kind') == 'group' else ''}", str(lib["library_id"]))
+        for lib in libraries
+    ]

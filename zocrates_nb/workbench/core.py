@@ -152,9 +152,8 @@ class Workbench(WorkbenchViews):
 
     @cached_property
     def tools(self) -> LibraryTools:
-        """The agents' tools (search_corpus, read_document, get_document_toc) over this corpus.
-
-        Their searches mark the hits still in the outbox ("not yet in Zotero"): ``pending_notes``."""
+        """The agents' tools (search_corpus, read_document, get_document_toc) over this corpus; their
+        searches mark the hits still in the outbox ("not yet in Zotero"): ``pending_notes``."""
         from zocrates_nb.retrieval.tools import LibraryTools
 
         tools = LibraryTools(self.corpus, self.index, self.events)
@@ -177,9 +176,7 @@ class Workbench(WorkbenchViews):
         from zocrates_nb.settings.credentials import get_api_key
 
         settings = self.config.llm()
-        if not settings.configured:
-            return None
-        return LLMClient(settings, get_api_key(self.paths, settings), self.events)
+        return LLMClient(settings, get_api_key(self.paths, settings), self.events) if settings.configured else None
 
     @cached_property
     def diagnostics(self) -> Diagnostics:
@@ -223,7 +220,6 @@ class Workbench(WorkbenchViews):
     # -- the main verbs -------------------------------------------------
     def sync(self, progress: bool | None = None, verify: bool = False, *, vectors: bool = True) -> SyncReport:
         """Bring the corpus and indexes in line with the library; returns a ``SyncReport`` (counts, failures).
-
         ``verify=True`` also checks every bundle's content hash. A database error met on
         the way is checked with ``PRAGMA quick_check``; real damage is repaired and the
         sync run once more. ``vectors=False`` commits the lexical index only (a background
@@ -242,8 +238,7 @@ class Workbench(WorkbenchViews):
         self, query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str | None = None
     ) -> SearchResults:
         """Notes and papers ranked for ``query``, one result per document, with provenance (``SearchResults``).
-
-        ``filters``: ``item_type``, ``collection``, ``parent_key``; ``mode``: hybrid (default),
+        ``filters``: ``item_type``, ``collection``, ``parent_key``, ``library``; ``mode``: hybrid (default),
         lexical (no model, fastest) or dense."""
         from zocrates_nb.retrieval.tools import MAX_PUBLIC_K
 
@@ -267,13 +262,18 @@ class Workbench(WorkbenchViews):
         return self.coordinator.new_session()
 
     def ask(
-        self, question: str, session: ChatSession | None = None, on_token: Callable[[str], None] | None = None
+        self,
+        question: str,
+        session: ChatSession | None = None,
+        on_token: Callable[[str], None] | None = None,
+        *,
+        library: str | None = None,
     ) -> Answer:
         """Answer a question from the library (and online sources when asked for); returns an ``Answer``.
-
         ``on_token`` receives the answer as it streams; without a language model the answer is the
-        evidence itself (evidence-only mode)."""
-        return self.coordinator.ask(question, session=session, on_token=on_token)
+        evidence itself (evidence-only). ``library`` (a name or id): search only that library."""
+        with self.tools.scoped(library):
+            return self.coordinator.ask(question, session=session, on_token=on_token)
 
     # -- Save as Note ----------------------------------------------------
     def save_note(

@@ -87,7 +87,7 @@ def resolve_gone_waiting(outbox: Outbox, keys: Sequence[str]) -> list[str]:
         if entry.key not in wanted or writer is None:
             continue
         try:
-            state = writer.item_state(entry.key)
+            state = writer.in_library(entry.library_path).item_state(entry.key)
         except WriterUnavailable as exc:
             _log.info("cannot ask Zotero about waiting notes now: %s", exc.message)
             break
@@ -114,7 +114,7 @@ def push_outbox(paths, config: dict, *, wait_for_snapshot: bool = True):
         last: WriterUnavailable | None = None
         for writer in writers:
             try:
-                writer.create_note(
+                writer.in_library(entry.library_path).create_note(
                     entry.key,
                     entry.html,
                     write_token=entry.write_token,
@@ -130,11 +130,22 @@ def push_outbox(paths, config: dict, *, wait_for_snapshot: bool = True):
 
 
 def save_to_zotero(
-    paths, config: dict, corpus, html: str, *, title: str, parent_key: str | None, collection_keys: Sequence[str]
+    paths,
+    config: dict,
+    corpus,
+    html: str,
+    *,
+    title: str,
+    parent_key: str | None,
+    collection_keys: Sequence[str],
+    library_path: str | None = None,
 ) -> SaveRecord:
-    """Outbox entry → indexed at once → pushed; the record says where the note is now."""
+    """Outbox entry → indexed at once → pushed; the record says where the note is now. ``library_path``
+    (``groups/<groupID>``): the group library it is saved into; None: the writer's own library."""
     outbox = Outbox.for_paths(paths)
-    entry = outbox.add(html, title=title, parent_key=parent_key, collection_keys=collection_keys)
+    entry = outbox.add(
+        html, title=title, parent_key=parent_key, collection_keys=collection_keys, library_path=library_path
+    )
     index_saved_note(corpus, entry.as_note(), paths.root, title, "is in the outbox")
     report = push_outbox(paths, config)
     written = dict(report.written)
@@ -310,6 +321,7 @@ def _save_to_zotero(
     if parent_key and wb.source.get_paper(parent_key) is None:
         raise NotFoundError(f"No paper with key {parent_key!r}.", "Pick one of wb.papers().")
     names = _collection_names(wb, collection_key)
+    library_path = wb.source.snapshot().write_path(parent_key, collection_key)  # a group's paper or collection
     started = time.perf_counter()
     with lock:
         record = save_to_zotero(
@@ -320,6 +332,7 @@ def _save_to_zotero(
             title=title,
             parent_key=parent_key,
             collection_keys=(collection_key,) if collection_key else (),
+            library_path=library_path,
         )
     where = _where(wb, parent_key, collection_key, names)
     where += " (not yet in Zotero)" if record.where == "outbox" else ""

@@ -17,6 +17,7 @@ from zocrates_nb.errors import NotFoundError
 if TYPE_CHECKING:
     from zocrates_nb.corpus.sync import Corpus
     from zocrates_nb.display.render import BundleView
+    from zocrates_nb.index.hybrid import HybridIndex
     from zocrates_nb.library.base import Collection, LibrarySource, Paper
     from zocrates_nb.library.desktop.detect import DetectedLibrary
     from zocrates_nb.paths import DataPaths
@@ -39,6 +40,9 @@ class WorkbenchViews:
 
         @property
         def tools(self) -> LibraryTools: ...
+
+        @property
+        def index(self) -> HybridIndex: ...
 
         def read_document(self, key: str, section: str | None = None) -> str: ...
 
@@ -104,6 +108,21 @@ class WorkbenchViews:
     def papers(self) -> list[Paper]:
         """The library's papers, by first author and year."""
         return sorted(self.source.snapshot().papers, key=lambda p: (p.first_author, p.year or 0))
+
+    def libraries(self) -> list[dict[str, Any]]:
+        """The libraries searched (the user's own first, then each group), as the last sync recorded them:
+        ``library_id``, ``name``, ``kind``, ``group_id`` and ``documents``. ``search(filters={"library": …})``
+        and ``ask(…, library=…)`` take a name or an id."""
+        return [
+            {
+                "library_id": lib.library_id,
+                "name": lib.name,
+                "kind": lib.kind,
+                "group_id": lib.group_id,
+                "documents": count,
+            }
+            for lib, count in self.index.libraries()
+        ]
 
     def library_label(self) -> str:
         """The library's name for a header ("Demo library", "Zotero desktop"), without its file path."""

@@ -99,6 +99,17 @@ CREATE TABLE IF NOT EXISTS note_links(
     title TEXT NOT NULL DEFAULT '',
     PRIMARY KEY(note_key, paper_key)
 );
+CREATE TABLE IF NOT EXISTS libraries(
+    library_id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    group_id INTEGER
+);
+CREATE TABLE IF NOT EXISTS document_libraries(
+    key TEXT PRIMARY KEY,
+    library_id INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS document_libraries_by_library ON document_libraries(library_id);
 CREATE TABLE IF NOT EXISTS document_text(
     key TEXT PRIMARY KEY,
     source TEXT NOT NULL,

@@ -30,7 +30,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from zocrates_nb.index.lexical import note_links, pages
+from zocrates_nb.index.lexical import libraries, note_links, pages
 
 # re-exported: callers build their MATCH expressions through this module (index/lexical/query.py)
 from zocrates_nb.index.lexical.query import natural_query, query_terms, quote_fts
@@ -208,7 +208,8 @@ def _filter_sql(filters: Mapping[str, str] | None, row_column: str = "c") -> tup
     """The WHERE clause for ``filters`` over ``chunks AS c``; ``row_column`` names the table whose
     rowid is the chunk's (the FTS table when it drives the query, so the collection test runs
     before any ``chunks`` row is read)."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[str | int] = []
     filters = filters or {}
     item_type = filters.get("item_type")
     if item_type:
@@ -225,6 +226,9 @@ def _filter_sql(filters: Mapping[str, str] | None, row_column: str = "c") -> tup
     if filters.get("parent_key"):
         clauses.append("c.parent_key = ?")
         params.append(filters["parent_key"])
+    if filters.get("library"):  # a library_id (the search resolves a name first: libraries.resolve_library)
+        clauses.append(libraries.FILTER_SQL)
+        params.append(int(filters["library"]))
     return " AND ".join(clauses), params
 
 
@@ -362,6 +366,8 @@ def documents(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, FtsDoc
     annotations = [key for key, doc in out.items() if doc.kind == "annotation"]
     for key, facts in (pages.annotation_facts(conn, annotations) if annotations else {}).items():
         out[key] = replace(out[key], extra={"annotation": facts})
+    for key, library in libraries.libraries_of(conn, out).items():
+        out[key] = replace(out[key], extra={**(out[key].extra or {}), "library": library})
     return out
 
 

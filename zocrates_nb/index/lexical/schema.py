@@ -59,6 +59,9 @@ _OBJECTS = (
     "document_text",
     "annotation_facts",
     "note_links",
+    "libraries",
+    "document_libraries",
+    "document_libraries_by_library",
 )
 
 

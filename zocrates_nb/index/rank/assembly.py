@@ -89,6 +89,7 @@ def _hit(cid: str, row: Any, doc: Any, score: float, ranks: dict[str, int | None
         collections=row.collections,
         pages=getattr(row, "pages", None),
         annotation=(getattr(doc, "extra", None) or {}).get("annotation") if doc else None,
+        library=(getattr(doc, "extra", None) or {}).get("library") if doc else None,
     )
 
 

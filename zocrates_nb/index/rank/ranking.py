@@ -32,7 +32,7 @@ __all__ = [
 
 MODES = ("hybrid", "lexical", "dense")
 MAX_QUERY_CHARS = 2000
-FILTER_NAMES = ("item_type", "collection", "parent_key")
+FILTER_NAMES = ("item_type", "collection", "parent_key", "library")
 #: Lexical candidates come from a query's rarest words, taken while their document frequencies
 #: add up to at most this share of the indexed chunks (never less than ``CANDIDATE_FLOOR`` rows).
 #: FTS5 must compute bm25 for every row it ranks (about 2–4 µs each), and an OR of everyday words
@@ -235,6 +235,8 @@ class SearchHit:
     pages: PageSpan | None = None  # a paper chunk read from its PDF: the pages it covers; an annotation's page
     #: a PDF annotation's marks: type, text, comment, colour (and meaning), page label, attachment, library
     annotation: dict[str, Any] | None = None
+    #: the library it lives in when the index knows it (a ``records.LibraryInfo``; None: the source's first)
+    library: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -13,12 +13,21 @@ import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from html import escape
 from pathlib import Path
 from typing import NamedTuple, cast
 
 from zocrates_nb.errors import LibraryError
-from zocrates_nb.library.base import Collection, LibrarySnapshot, Note, Paper, with_valid_keys
+from zocrates_nb.library.base import (
+    Collection,
+    LibraryInfo,
+    LibrarySnapshot,
+    Note,
+    Paper,
+    unique_across_libraries,
+    with_valid_keys,
+)
 from zocrates_nb.library.desktop.annotations import read_annotations, sql_to_iso
 from zocrates_nb.library.desktop.bbt import better_bibtex_keys
 from zocrates_nb.records import PdfFile, pinned_citation_key
@@ -139,49 +148,90 @@ class SnapshotReader:
         return {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
 
     def read(self) -> LibrarySnapshot:
+        """Every library the reader was asked for (all the user's and group libraries by default), in one
+        read transaction; an item whose key an earlier library already holds is reported, not mixed up."""
         conn = self.conn
         failures: list[tuple[str, str]] = []
         conn.execute("BEGIN")
-        lib_id, lib_version = self._library()
-        keys = dict(conn.execute("SELECT itemID, key FROM items WHERE libraryID = ?", (lib_id,)))
+        libraries = self._libraries()
         trashed = (
             {r[0] for r in conn.execute("SELECT itemID FROM deletedItems")} if "deletedItems" in self.tables else set()
         )
-        collections, coll_key_of = self._collections(lib_id)
-        item_colls: dict[int, list[str]] = defaultdict(list)
-        for item_id, coll_id in conn.execute("SELECT itemID, collectionID FROM collectionItems ORDER BY orderIndex"):
-            if coll_id in coll_key_of:
-                item_colls[item_id].append(coll_key_of[coll_id])
         version_col = "clientVersion" if "clientVersion" in self.columns("items") else "version"
-        notes = self._notes(lib_id, version_col, trashed, item_colls)
-        papers = self._papers(lib_id, version_col, trashed, item_colls, keys, failures)
-        annotations = read_annotations(self.conn, self.tables, lib_id, version_col, trashed)
+        papers: list[Paper] = []
+        notes: list[Note] = []
+        collections: list[Collection] = []
+        annotations: list = []
+        for library in libraries:
+            lib_id = library.library_id
+            keys = dict(conn.execute("SELECT itemID, key FROM items WHERE libraryID = ?", (lib_id,)))
+            lib_collections, coll_key_of = self._collections(lib_id)
+            item_colls: dict[int, list[str]] = defaultdict(list)
+            for item_id, coll_id in conn.execute(
+                "SELECT itemID, collectionID FROM collectionItems ORDER BY orderIndex"
+            ):
+                if coll_id in coll_key_of:
+                    item_colls[item_id].append(coll_key_of[coll_id])
+            collections += [replace(c, library_id=lib_id) for c in lib_collections]
+            notes += [replace(n, library_id=lib_id) for n in self._notes(lib_id, version_col, trashed, item_colls)]
+            papers += [
+                replace(p, library_id=lib_id)
+                for p in self._papers(lib_id, version_col, trashed, item_colls, keys, failures)
+            ]
+            annotations += read_annotations(self.conn, self.tables, lib_id, version_col, trashed)
+        version = self._version(libraries[0].library_id)
         conn.execute("COMMIT")
+        kept = unique_across_libraries(
+            {"papers": papers, "notes": notes, "collections": collections, "annotations": annotations},
+            libraries,
+            failures,
+        )
         return with_valid_keys(
             LibrarySnapshot(
-                papers=tuple(papers),
-                notes=tuple(notes),
-                collections=tuple(collections),
-                annotations=tuple(annotations),
-                version=lib_version,
+                papers=tuple(kept["papers"]),
+                notes=tuple(kept["notes"]),
+                collections=tuple(kept["collections"]),
+                annotations=tuple(kept["annotations"]),
+                version=version,
                 failures=tuple(failures),
+                libraries=tuple(libraries),
             )
         )
 
-    def _library(self) -> tuple[int, int | None]:
+    def _libraries(self) -> list[LibraryInfo]:
+        """The libraries to read: the one ``library_id`` names, else the user's and every group library
+        (feeds are not libraries of the user's own), the user's first. Zotero 4 has one library, 1."""
         lib_cols = self.columns("libraries") if "libraries" in self.tables else set()
-        if self.library_id is not None or "type" not in lib_cols:
-            lib_id = self.library_id if self.library_id is not None else 1
+        names = (
+            {
+                lib: (name, group)
+                for group, lib, name in self.conn.execute("SELECT groupID, libraryID, name FROM groups")
+            }
+            if "groups" in self.tables
+            else {}
+        )
+        if "type" in lib_cols:
+            rows = self.conn.execute(
+                "SELECT libraryID, type FROM libraries WHERE type IN ('user', 'group') "
+                "ORDER BY type = 'group', libraryID"
+            ).fetchall()
         else:
-            row = self.conn.execute("SELECT libraryID FROM libraries WHERE type = 'user' ORDER BY libraryID").fetchone()
-            lib_id = row[0] if row else 1
-        version = None
-        if lib_cols:
-            col = "clientVersion" if "clientVersion" in lib_cols else "version" if "version" in lib_cols else None
-            if col:
-                row = self.conn.execute(f"SELECT {col} FROM libraries WHERE libraryID = ?", (lib_id,)).fetchone()
-                version = row[0] if row else None
-        return lib_id, version
+            rows = [(1, "user")]
+        if self.library_id is not None:
+            rows = [r for r in rows if r[0] == self.library_id] or [(self.library_id, "group")]
+        out = []
+        for lib_id, kind in rows or [(1, "user")]:
+            name, group_id = names.get(lib_id, ("My Library" if kind == "user" else f"Group library {lib_id}", None))
+            out.append(LibraryInfo(library_id=lib_id, name=name, kind=kind, group_id=group_id))
+        return out
+
+    def _version(self, lib_id: int) -> int | None:
+        lib_cols = self.columns("libraries") if "libraries" in self.tables else set()
+        col = "clientVersion" if "clientVersion" in lib_cols else "version" if "version" in lib_cols else None
+        if not col:
+            return None
+        row = self.conn.execute(f"SELECT {col} FROM libraries WHERE libraryID = ?", (lib_id,)).fetchone()
+        return row[0] if row else None
 
     def _collections(self, lib_id: int) -> tuple[list[Collection], dict[int, str]]:
         rows = self.conn.execute(

@@ -162,6 +162,12 @@ class WebCache:
             texts = [c for _, c in self._db.execute(one_paper, (key,))]
         return with_text(paper_from_object(json.loads(row[0])), {key: texts})
 
+    def library_name(self) -> str | None:
+        """The library's name as the API gives it on every object (``library.name``); None before a sync."""
+        with self._lock:
+            row = self._db.execute("SELECT json_extract(obj, '$.library.name') FROM items LIMIT 1").fetchone()
+        return str(row[0]) if row and row[0] else None
+
     def version_and_type(self, key: str) -> tuple[int, str] | None:
         """The cached version and item type of one item (deleted or not); None when it is not cached."""
         row = self._db.execute("SELECT version, item_type FROM items WHERE key = ?", (key,)).fetchone()

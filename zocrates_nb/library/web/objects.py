@@ -11,7 +11,7 @@ import dataclasses
 import json
 import re
 
-from zocrates_nb.library.base import Annotation, Note, Paper
+from zocrates_nb.library.base import Annotation, LibraryInfo, Note, Paper
 from zocrates_nb.records import ANNOTATION_TYPES, pinned_citation_key
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "annotation_from_object",
     "note_from_object",
     "paper_from_object",
+    "web_library_info",
     "with_text",
 ]
 
@@ -81,6 +82,14 @@ def annotation_from_object(obj: dict, paper_key: str | None) -> Annotation:
         version=int(data.get("version", obj.get("version", 0)) or 0),
         date_modified=data.get("dateModified", ""),
     )
+
+
+def web_library_info(library_type: str, library_id: str, name: str | None) -> LibraryInfo:
+    """The library a Web or local API source reads (``users/<id>`` or ``groups/<id>``) as a record."""
+    number = int(library_id) if str(library_id).isdigit() else 0
+    if library_type == "group":
+        return LibraryInfo(number, name or f"Group {number}", "group", group_id=number)
+    return LibraryInfo(number, "My Library", "user")
 
 
 def note_from_object(obj: dict) -> Note:

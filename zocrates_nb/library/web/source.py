@@ -45,7 +45,7 @@ from zocrates_nb.library.base import (
     with_valid_keys,
 )
 from zocrates_nb.library.web.cache import WebCache
-from zocrates_nb.library.web.objects import note_from_object
+from zocrates_nb.library.web.objects import note_from_object, web_library_info
 
 WEB_API = "https://api.zotero.org"
 LOCAL_API = "http://localhost:23119/api"
@@ -190,8 +190,7 @@ class ZoteroWebLibrary:
 
     # -- protocol reads -------------------------------------------------
     def describe(self) -> str:
-        where = "Zotero local API" if self.local else "Zotero Web API"
-        return f"{where} {self.library_type}s/{self.library_id} ({self.base_url})"
+        return f"Zotero {'local' if self.local else 'Web'} API {self.library_type}s/{self.library_id} ({self.base_url})"
 
     def snapshot(self) -> LibrarySnapshot:
         """Sync, then read the cache. Offline with a cache: the cached library plus a failure entry."""
@@ -206,8 +205,9 @@ class ZoteroWebLibrary:
         papers, notes, collections, version = self._cache.read()
         failures += tuple(self._refused)
         annotations = self._cache.annotations()  # items of itemType annotation, under their PDF
+        library = web_library_info(self.library_type, self.library_id, self._cache.library_name())
         return with_valid_keys(
-            LibrarySnapshot(papers, notes, collections, version, annotations=annotations, failures=failures)
+            LibrarySnapshot(papers, notes, collections, version, annotations, failures, libraries=(library,))
         )
 
     def get_note(self, key: str) -> Note | None:

@@ -22,6 +22,7 @@ the outbox and try later) and ``LibraryError`` (Zotero refused it: say why).
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
 import urllib.error
@@ -120,6 +121,10 @@ class NoteWriter:
             )
         self.server_id = server_id
         return server_id
+
+    def in_library(self, library_path: str) -> NoteWriter:
+        """This writer aimed at another library (``groups/<groupID>``: a note saved into a group); "": itself."""
+        return dataclasses.replace(self, library_path=library_path) if library_path else self
 
     def _url(self, tail: str) -> str:
         return f"{self.base_url.rstrip('/')}/{self.library_path}/{tail}"

@@ -35,6 +35,8 @@ _SCHEMA = (
        reason TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0)""",
     """CREATE TABLE IF NOT EXISTS waiting (key TEXT PRIMARY KEY, html TEXT NOT NULL, parent_key TEXT,
        collection_keys TEXT NOT NULL, title TEXT NOT NULL, written_to TEXT NOT NULL, written REAL NOT NULL)""",
+    # a note saved into a group library: where the writers send it (``groups/<groupID>``); none: their own
+    "CREATE TABLE IF NOT EXISTS entry_libraries (key TEXT PRIMARY KEY, library_path TEXT NOT NULL)",
 )
 
 
@@ -50,6 +52,7 @@ class OutboxEntry:
     attempts: int = 0
     written_to: str = ""  # for waiting notes: "zotero-local" | "zotero-web"
     written: float = 0.0  # for waiting notes: when Zotero confirmed it (epoch seconds)
+    library_path: str = ""  # a group library's note: "groups/<groupID>"; "": the writer's own library
 
     def as_note(self) -> Note:
         return Note(self.key, self.html, self.parent_key, () if self.parent_key else self.collection_keys)
@@ -135,6 +138,7 @@ class Outbox:
         parent_key: str | None = None,
         collection_keys: Sequence[str] = (),
         reason: str = "not sent yet",
+        library_path: str | None = None,
     ) -> OutboxEntry:
         """Queue a note; the same note queued again (a retried save) returns the entry already queued.
 
@@ -143,8 +147,19 @@ class Outbox:
         for queued in (*self.entries(), *self.waiting()):  # waiting: Zotero has it, the snapshot not yet
             if (queued.html, queued.parent_key, queued.collection_keys) == (html, parent_key, tuple(collection_keys)):
                 return queued
-        entry = OutboxEntry(new_key(), html, parent_key, tuple(collection_keys), title, reason, secrets.token_hex(16))
+        entry = OutboxEntry(
+            new_key(),
+            html,
+            parent_key,
+            tuple(collection_keys),
+            title,
+            reason,
+            secrets.token_hex(16),
+            library_path=library_path or "",
+        )
         with closing(self._connect()) as conn:
+            if library_path:
+                conn.execute("INSERT OR REPLACE INTO entry_libraries VALUES (?, ?)", (entry.key, library_path))
             conn.execute(
                 "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
                 (
@@ -168,7 +183,13 @@ class Outbox:
                 "SELECT key, html, parent_key, collection_keys, title, reason, write_token, attempts "
                 "FROM entries ORDER BY created"
             ).fetchall()
-        return [OutboxEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7]) for r in rows]
+            where = _library_paths(conn)
+        return [
+            OutboxEntry(
+                r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], library_path=where.get(r[0], "")
+            )
+            for r in rows
+        ]
 
     def waiting(self) -> list[OutboxEntry]:
         """Notes Zotero confirmed that the library snapshot does not show yet."""
@@ -179,8 +200,19 @@ class Outbox:
                 "SELECT key, html, parent_key, collection_keys, title, written_to, written "
                 "FROM waiting ORDER BY written"
             ).fetchall()
+            where = _library_paths(conn)
         return [
-            OutboxEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], written_to=r[5], written=r[6]) for r in rows
+            OutboxEntry(
+                r[0],
+                r[1],
+                r[2],
+                tuple(json.loads(r[3])),
+                r[4],
+                written_to=r[5],
+                written=r[6],
+                library_path=where.get(r[0], ""),
+            )
+            for r in rows
         ]
 
     def unsent(self) -> dict[str, str]:
@@ -229,6 +261,7 @@ class Outbox:
         if not self.path.exists():
             return False
         with closing(self._connect()) as conn:
+            conn.execute("DELETE FROM entry_libraries WHERE key = ?", (key,))
             return conn.execute("DELETE FROM entries WHERE key = ?", (key,)).rowcount > 0
 
     def forget_waiting(self, keys: Sequence[str]) -> None:
@@ -237,6 +270,7 @@ class Outbox:
             return  # reading only: the next writable run forgets them
         with closing(self._connect()) as conn:
             conn.executemany("DELETE FROM waiting WHERE key = ?", [(k,) for k in keys])
+            conn.executemany("DELETE FROM entry_libraries WHERE key = ?", [(k,) for k in keys])
 
     # -- sending -------------------------------------------------------------
     def push(
@@ -279,3 +313,10 @@ class Outbox:
             target.write_text(entry.html, encoding="utf-8")
             written.append(target)
         return written
+
+
+def _library_paths(conn: sqlite3.Connection) -> dict[str, str]:
+    """Key -> ``groups/<id>`` for the notes saved into a group (an outbox from before groups has none)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'entry_libraries'").fetchone():
+        return {}
+    return dict(conn.execute("SELECT key, library_path FROM entry_libraries").fetchall())
