@@ -229,6 +229,15 @@ SCHEMA: dict[str, tuple[Setting, ...]] = {
             check=_check_colors,
         ),
     ),
+    "embedding": (  # null base_url: the offline MiniLM model; else an OpenAI-compatible /v1/embeddings (llm.prices)
+        Setting("base_url", "url", None, "/v1/embeddings endpoint; null = offline MiniLM", nullable=True),
+        Setting("model", "str", None, "embedding model name", nullable=True, example="text-embedding-3-small"),
+        Setting("dim", "int", None, "vector dimension (probed by index model set)", nullable=True, low=1, high=65536),
+        Setting("api_key_env", "env", "OPENAI_API_KEY", "NAME of the environment variable holding the API key"),
+        Setting("batch_size", "int", 64, "texts per request", low=1, high=2048, example="64"),
+        Setting("timeout_s", "number", 60, "request timeout in seconds", low=0, high=3600, example="60"),
+        Setting("max_retries", "int", 3, "retries on transient errors", low=0, high=20, example="3"),
+    ),
     "vectors": (
         Setting("mode", "choice", "persistent", "embedded ChromaDB or a Chroma server", choices=VECTOR_MODES),
         Setting("host", "str", None, "Chroma server host (mode http)", nullable=True),
