@@ -30,7 +30,7 @@ from zocrates_nb.agents.llm_support import (
 from zocrates_nb.errors import LLMError
 from zocrates_nb.protocols import EventSink, NullEventSink
 
-ROLES = ("coordinator", "library_search", "library_synthesizer", "online_synthesizer")
+ROLES = ("coordinator", "library_search", "library_synthesizer", "online_synthesizer", "query_rewriter")
 MAX_BACKOFF_S = 30.0
 
 

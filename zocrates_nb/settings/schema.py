@@ -173,6 +173,7 @@ SCHEMA: dict[str, tuple[Setting, ...]] = {
         Setting("prices", "map", {}, "US$ per million prompt/completion tokens, per model", check=_check_prices),
         Setting("timeout_s", "number", 60, "request timeout in seconds", low=0, high=3600, example="60"),
         Setting("max_retries", "int", 3, "retries on transient errors", low=0, high=20, example="3"),
+        Setting("rewrite_queries", "bool", True, "library search: rewrite the question into a few searches, fused"),
     ),
     "library": (
         Setting("source", "choice", "demo", "where notes and papers come from", choices=LIBRARY_SOURCES),
