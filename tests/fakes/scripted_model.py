@@ -23,8 +23,16 @@ NOTE_HEADER = re.compile(r"\[Note Key: ([23456789A-NP-Z]{8})(?:, Parent Paper Ke
 
 
 def scripted_llm_settings(base_url: str, **fields: Any) -> dict[str, Any]:
-    """Keyword arguments for ``ConfigStore.set_llm`` that give every role its own scripted model name."""
-    return {"base_url": base_url, "model": ROLE_MODELS["library_synthesizer"], "models": dict(ROLE_MODELS), **fields}
+    """Keyword arguments for ``ConfigStore.set_llm`` that give every role its own scripted model name.
+
+    Query rewriting is off unless asked for (``rewrite_queries=True``), so the scripted turns stay the same."""
+    return {
+        "base_url": base_url,
+        "model": ROLE_MODELS["library_synthesizer"],
+        "models": dict(ROLE_MODELS),
+        "rewrite_queries": False,
+        **fields,
+    }
 
 
 def role_of(body: dict) -> str:
@@ -45,6 +53,13 @@ class ScriptedModel:
     link, the parent paper's header) so the tests prove the cleaning.
     """
 
+    #: what the query rewriter answers (agents/rewrite.py)
+    REWRITES = {
+        "keywords": "cell type deconvolution Visium",
+        "hypothetical_answer": "Spots are deconvolved into cell types with a single-cell reference.",
+        "methods": ["cell2location", "RCTD"],
+    }
+
     def __init__(self, route: str = "library") -> None:
         self.route = route
         self.read_key: str | None = None
@@ -63,6 +78,8 @@ class ScriptedModel:
             return reply(json.dumps(decision))
         if role == "library_search":
             return self._search_step(body)
+        if role == "query_rewriter":
+            return reply(json.dumps(self.REWRITES))
         if role == "library_synthesizer":
             k = self.read_key or "NOKEY000"
             paper = f" The method itself is described in [Paper Key: {self.parent_key}]." if self.parent_key else ""

@@ -36,6 +36,8 @@ class SearchOutcome:
     calls: list[dict] = field(default_factory=list)  # {"name", "arguments", "status"}
     read_keys: list[str] = field(default_factory=list)
     stopped: str = "done"  # "done" | "step-limit" | "fallback"
+    #: with a chat model: the searches the question was rewritten into and the fused keys (agents/rewrite.py)
+    rewrite: dict | None = None
 
 
 def tool_specs(tools: Any) -> list[dict]:
@@ -99,10 +101,14 @@ class LibrarySearchAgent:
         max_steps: int = 6,
         max_calls: int = 12,
         on_reply: Callable[[Any], None] | None = None,
+        rewrite: bool | None = None,
     ) -> None:
         self.tools, self.llm, self.directory = tools, llm, directory
         self.boundary, self.max_steps, self.max_calls = boundary, max_steps, max_calls
         self.on_reply = on_reply or (lambda reply: None)
+        # None: as the LLM settings say (``llm.rewrite_queries``, on by default)
+        settings = getattr(llm, "settings", None)
+        self.rewrite = bool(getattr(settings, "rewrite_queries", False)) if rewrite is None else rewrite
 
     def run(self, question: str, history: list[dict] | None = None) -> SearchOutcome:
         outcome = SearchOutcome()
@@ -118,11 +124,13 @@ class LibrarySearchAgent:
         ]
         specs = tool_specs(self.tools)
         seen: set[tuple[str, str]] = set()
+        if self.rewrite:
+            self._fused_search(question, messages, outcome)
         for step in range(1, self.max_steps + 1):
             reply = self.llm.chat("library_search", messages, tools=specs)
             self.on_reply(reply)
             if not reply.tool_calls:
-                if step == 1:  # a model that will not call tools still gets the library searched
+                if step == 1 and not outcome.calls:  # a model that will not call tools still gets the library searched
                     self._execute("search_corpus", {"query": question}, outcome, step)
                     outcome.stopped = "fallback"
                 return outcome
@@ -139,6 +147,61 @@ class LibrarySearchAgent:
                 break
         outcome.stopped = "step-limit"
         return outcome
+
+    def _fused_search(self, question: str, messages: list[dict], outcome: SearchOutcome) -> None:
+        """The question rewritten into a few searches, run and fused (RRF); the fused hits become the
+        first search result in the conversation, and the rewrites are recorded in the trace."""
+        from zocrates_nb.agents.rewrite import FUSED_K, rewrite, rrf_fuse
+        from zocrates_nb.retrieval.tools import format_evidence
+
+        queries, status = rewrite(self.llm, question, self.on_reply)
+        lists: list[list[Any]] = []
+        pending: dict[str, str] = {}
+        last = None
+        for query in queries:
+            try:
+                results = self.tools.search_corpus(query, k=FUSED_K)
+            except ZocratesError as exc:  # e.g. a rewrite with no searchable words: the others still count
+                status = f"{status}; search {query[:40]!r} failed: {exc.message}"
+                continue
+            lists.append(list(getattr(results, "hits", [])))
+            pending.update(getattr(results, "pending", None) or {})
+            last = results
+        fused = rrf_fuse(lists)
+        outcome.rewrite = {"queries": queries, "status": status, "fused_keys": [getattr(h, "key", None) for h in fused]}
+        arguments = {"query": question, "rewrites": queries[1:], "fusion": "rrf"}
+        outcome.calls.append({"name": "search_corpus", "arguments": arguments, "status": "fused"})
+        if last is None:
+            return
+        self._remember_hits(fused, last, question, 1, outcome)
+        text = format_evidence(question, fused, (), pending)
+        part = {
+            "id": "fused_0",
+            "type": "function",
+            "function": {"name": "search_corpus", "arguments": json.dumps({"query": question})},
+        }
+        messages.append({"role": "assistant", "content": None, "tool_calls": [part]})
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": "fused_0",
+                "content": wrap_evidence(text, self.boundary, label="tool=search_corpus"),
+            }
+        )
+
+    def _remember_hits(self, hits: list[Any], results: Any, query: str, step: int, outcome: SearchOutcome) -> None:
+        for hit in hits:
+            item = hit_evidence(hit, query=query, step=step, zotero_library=library_of(results, hit))
+            self.directory.remember(
+                item["key"],
+                kind=item["kind"],
+                title=item["title"],
+                citation=item["citation"],
+                parent_key=item["parent_key"],
+            )
+            if item["parent_key"] and item["parent_title"]:
+                self.directory.remember_if_unknown(item["parent_key"], kind="paper", title=item["parent_title"])
+            outcome.evidence.append(item)
 
     def _answer_call(self, tool_call: Any, seen: set, outcome: SearchOutcome, step: int) -> str:
         name = tool_call.name
@@ -183,18 +246,7 @@ class LibrarySearchAgent:
             query = str(arguments.get("query", ""))
             k = max(1, min(int(arguments.get("k") or 8), 20))
             results = self.tools.search_corpus(query, k=k, filters=arguments.get("filters") or None)
-            for hit in getattr(results, "hits", []):
-                item = hit_evidence(hit, query=query, step=step, zotero_library=library_of(results, hit))
-                self.directory.remember(
-                    item["key"],
-                    kind=item["kind"],
-                    title=item["title"],
-                    citation=item["citation"],
-                    parent_key=item["parent_key"],
-                )
-                if item["parent_key"] and item["parent_title"]:
-                    self.directory.remember_if_unknown(item["parent_key"], kind="paper", title=item["parent_title"])
-                outcome.evidence.append(item)
+            self._remember_hits(list(getattr(results, "hits", [])), results, query, step, outcome)
             return getattr(results, "evidence_text", "") or "No results."
         key = str(arguments.get("key", ""))
         if name == "get_document_toc":

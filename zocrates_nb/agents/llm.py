@@ -9,23 +9,28 @@ bodies). This is the only module that imports ``openai``.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
 import openai
 
+from zocrates_nb.agents.llm_support import (
+    PLACEHOLDER_KEY,
+    estimate_cost,
+    is_loopback,
+    is_transport_error,
+    redact,
+    retry_after_seconds,
+    server_message,
+)
 from zocrates_nb.errors import LLMError
 from zocrates_nb.protocols import EventSink, NullEventSink
 
-ROLES = ("coordinator", "library_search", "library_synthesizer", "online_synthesizer")
-#: Sent to loopback servers (Ollama, vLLM, LM Studio) that accept any key.
-PLACEHOLDER_KEY = "not-needed"
+ROLES = ("coordinator", "library_search", "library_synthesizer", "online_synthesizer", "query_rewriter")
 MAX_BACKOFF_S = 30.0
 
 
@@ -65,41 +70,6 @@ class LLMReply:
         if self.tool_calls:
             message["tool_calls"] = [call.as_message_part() for call in self.tool_calls]
         return message
-
-
-def is_loopback(base_url: str | None) -> bool:
-    """True for http(s)://localhost / 127.x / ::1 endpoints (local servers need no real key)."""
-    host = (urlparse(base_url or "").hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def redact(text: str, key: str | None) -> str:
-    """Remove the API key (and any long tail of it) from text meant for people or logs."""
-    if not key or key == PLACEHOLDER_KEY:
-        return text
-    text = text.replace(key, "[redacted]")
-    if len(key) > 12:
-        text = text.replace(key[-12:], "[redacted]")
-    return text
-
-
-def estimate_cost(prices: dict, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """US dollars from ``llm.prices`` ({model: {"prompt": $/1M, "completion": $/1M}}); None if unpriced."""
-    price = (prices or {}).get(model)
-    if not isinstance(price, dict):
-        return None
-    try:
-        cost = (
-            prompt_tokens * float(price.get("prompt", 0)) + completion_tokens * float(price.get("completion", 0))
-        ) / 1_000_000
-    except (TypeError, ValueError):
-        return None
-    return round(cost, 8)
 
 
 def _message_text(messages: list[dict]) -> str:
@@ -197,7 +167,7 @@ class LLMClient:
                     content, calls, usage = self._stream(request, stream_cb, streamed)
                 break
             except Exception as exc:
-                if not isinstance(exc, openai.OpenAIError) and not _is_transport_error(exc):
+                if not isinstance(exc, openai.OpenAIError) and not is_transport_error(exc):
                     raise  # a bug (ours or a stream_cb's), not an endpoint failure
                 delay = self._retry_delay(exc, attempt)
                 if delay is None or attempt >= max_retries or streamed[0]:
@@ -218,6 +188,46 @@ class LLMClient:
             latency_ms=reply_usage["latency_ms"],
             role=role,
         )
+
+    def embed(self, model: str, texts: list[str]) -> tuple[list[Any], dict]:
+        """Vectors of ``texts`` from one ``/v1/embeddings`` request, in input order, and its accounting.
+
+        The same retries and messages as ``chat`` (429 with Retry-After, 5xx, timeouts); the usage is
+        emitted as an ``llm`` event of role ``embedding``, so diagnostics' ``token_costs`` prices it.
+        """
+        max_retries = max(0, int(getattr(self.settings, "max_retries", 3) or 0))
+        started, attempt = time.perf_counter(), 0
+        while True:
+            try:
+                response = self._client.embeddings.create(model=model, input=list(texts))
+                break
+            except Exception as exc:
+                if not isinstance(exc, openai.OpenAIError) and not is_transport_error(exc):
+                    raise
+                delay = self._retry_delay(exc, attempt)
+                if delay is None or attempt >= max_retries:
+                    error = self._as_llm_error(exc, model, attempt)
+                    self._emit("embedding", model, 0, 0, 0, started, error=error.message, texts=len(texts))
+                    raise error from None
+                attempt += 1
+                self._sleep(delay)
+        rows = sorted(response.data or [], key=lambda row: row.index)
+        if len(rows) != len(texts):
+            raise LLMError(
+                f"The endpoint at {self.base_url} returned {len(rows)} embeddings for {len(texts)} texts.",
+                "check that the model is an embedding model: zocrates-nb index model show",
+            )
+        tokens = getattr(response.usage, "prompt_tokens", None) if response.usage is not None else None
+        if tokens is None:
+            from zocrates_nb.tokens import count_tokens
+
+            tokens, source = sum(count_tokens(t) for t in texts), "estimated"
+        else:
+            source = "api"
+        record = self._emit(
+            "embedding", model, int(tokens), 0, 0, started, usage_source=source, retries=attempt, texts=len(texts)
+        )
+        return [row.embedding for row in rows], record
 
     # -- transport -------------------------------------------------------------------
     def _complete(self, request: dict) -> tuple[str, list[ToolCall], Any]:
@@ -306,11 +316,11 @@ class LLMClient:
         backoff = min(MAX_BACKOFF_S, self.backoff_base_s * (2**attempt))
         backoff += random.uniform(0, backoff / 2)
         if isinstance(exc, openai.RateLimitError):
-            retry_after = _retry_after_seconds(exc)
+            retry_after = retry_after_seconds(exc)
             return backoff if retry_after is None else min(retry_after, 60.0)
         if isinstance(exc, openai.APIStatusError):
             return backoff if exc.status_code >= 500 else None
-        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)) or _is_transport_error(exc):
+        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)) or is_transport_error(exc):
             return backoff
         return None
 
@@ -344,13 +354,13 @@ class LLMClient:
                 f"The LLM endpoint at {where} did not answer in time{tried}.",
                 "check the server, or raise llm.timeout_s: zocrates-nb llm set --timeout-s N",
             )
-        if isinstance(exc, openai.APIConnectionError) or _is_transport_error(exc):
+        if isinstance(exc, openai.APIConnectionError) or is_transport_error(exc):
             return LLMError(
                 f"Cannot reach the LLM endpoint at {where}{tried}.",
                 "start the server or fix the URL: zocrates-nb llm set --base-url URL",
             )
         if isinstance(exc, openai.APIStatusError):
-            detail = redact(_server_message(exc), self._key)
+            detail = redact(server_message(exc), self._key)
             if exc.status_code >= 500:
                 return LLMError(
                     f"The LLM endpoint at {where} failed ({exc.status_code}){tried}: {detail}",
@@ -364,30 +374,3 @@ class LLMClient:
             f"The LLM call failed: {redact(f'{type(exc).__name__}: {exc}', self._key)}",
             "check the endpoint: zocrates-nb llm show",
         )
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    """A network failure raised outside the client's own wrapping (e.g. mid-stream by httpx)."""
-    return type(exc).__module__.split(".")[0] in ("httpx", "httpcore") or isinstance(
-        exc, (ConnectionError, TimeoutError)
-    )
-
-
-def _retry_after_seconds(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _server_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])
-        if body.get("message"):
-            return str(body["message"])
-    return str(getattr(exc, "message", "") or exc)

@@ -59,10 +59,11 @@ def _common_parser() -> argparse.ArgumentParser:
 
 def _commands() -> list[ParserBuilder]:
     """Parser builders in help order (each calls ``sub.add_parser(..., parents=[common])``)."""
-    from zocrates_nb.cli import config, doctor, engine, library, retrieval, zotero
+    from zocrates_nb.cli import config, doctor, engine, index, library, retrieval, zotero
 
     return [
         *library.LIBRARY_COMMANDS,
+        *index.INDEX_COMMANDS,
         *zotero.ZOTERO_COMMANDS,
         *library.DEMO_COMMANDS,
         *retrieval.RETRIEVAL_COMMANDS,

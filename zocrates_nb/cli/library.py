@@ -1,4 +1,4 @@
-"""CLI commands that work on the library: sync, search, ask (and --save), convert, eval, index, demo.
+"""CLI commands that work on the library: sync, search, ask (and --save), convert, eval, demo (index: cli/index.py).
 
 Kept apart from ``cli/config.py`` (config, profile, LLM, status) so each file reads in one
 sitting; ``cli.build_parser`` registers both. Every command opens the workbench of the
@@ -9,7 +9,6 @@ or, with ``--json``, one JSON object for scripts.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -327,29 +326,6 @@ def _add_eval_parser(sub, common) -> None:
     p.set_defaults(func=cmd_eval)
 
 
-# ----------------------------------------------------------------------------- index
-
-
-def cmd_index_rebuild(args: argparse.Namespace) -> int:
-    wb = _workbench(args, auto_sync=False)
-    try:
-        stats = wb.rebuild_index()
-        print(json.dumps(stats, default=str) if args.json else f"rebuilt the index from the corpus: {stats}")
-        return EXIT_OK
-    finally:
-        wb.close()
-
-
-def _add_index_parser(sub, common) -> None:
-    p = sub.add_parser("index", parents=[common], help="maintain the search index")
-    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    r = actions.add_parser(
-        "rebuild", parents=[common], help="re-create FTS and vectors from the corpus (no Zotero needed)"
-    )
-    r.add_argument("--json", action="store_true")
-    r.set_defaults(func=cmd_index_rebuild)
-
-
 # ----------------------------------------------------------------------------- demo
 
 
@@ -392,6 +368,5 @@ LIBRARY_COMMANDS = [
     _add_ask_parser,
     _add_convert_parser,
     _add_eval_parser,
-    _add_index_parser,
 ]
 DEMO_COMMANDS = [_add_demo_parser]

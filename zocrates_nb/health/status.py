@@ -114,7 +114,7 @@ def collect_status(paths: DataPaths) -> dict[str, Any]:
                 "papers": documents.get("paper", 0),
                 "documents": sum(documents.values()),
             },
-            "index": {"chunks": chunks},
+            "index": {"chunks": chunks, "embedding": _embedding_model(config)},
         }
     )
     libraries = sources.pop("libraries", None)
@@ -142,6 +142,21 @@ def collect_status(paths: DataPaths) -> dict[str, Any]:
     if dense is not None:  # a fill in progress, or one a killed sync left to resume
         status["index"]["dense_progress"] = dense
     return status
+
+
+def _embedding_model(config: dict) -> dict[str, Any]:
+    """The embedding model the config names: the offline default, or ``config["embedding"]`` (never a key)."""
+    from zocrates_nb.index.embed.build import MODEL_DIM, MODEL_ID
+
+    section = config.get("embedding") or {}
+    if not section.get("base_url"):
+        return {"model": MODEL_ID, "dim": MODEL_DIM, "base_url": None}
+    return {"model": section.get("model"), "dim": section.get("dim"), "base_url": section["base_url"]}
+
+
+def _model_text(model: dict) -> str:
+    where = f" via {model['base_url']}" if model.get("base_url") else " (offline)"
+    return f"embeddings {model['model']} ({model['dim']}-d){where}"
 
 
 def format_status(status: dict[str, Any]) -> str:
@@ -176,6 +191,7 @@ def format_status(status: dict[str, Any]) -> str:
         *([f"libraries      : {_libraries_line(corpus['libraries'])}"] if len(corpus.get("libraries", [])) > 1 else []),
         *([f"pages          : {pages_line(corpus, status['library']['source'])}"] if _pages_shown(status) else []),
         f"index          : {status['index']['chunks']} chunks"
+        + (f" · {_model_text(status['index']['embedding'])}" if status["index"].get("embedding") else "")
         + (f" · {_dense_line(status['index']['dense_progress'])}" if status["index"].get("dense_progress") else ""),
         f"profile        : {profile}",
         f"LLM            : {llm_line}",

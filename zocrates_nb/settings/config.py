@@ -77,6 +77,7 @@ class LLMSettings:
     prices: dict = field(default_factory=dict)
     timeout_s: float = 60
     max_retries: int = 3
+    rewrite_queries: bool = True  # the library search agent's query rewriting (agents/rewrite.py)
 
     @property
     def configured(self) -> bool:

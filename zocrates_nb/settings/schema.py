@@ -1,16 +1,10 @@
 """The one declaration of ``zocrates_config.json``: sections, keys, types, allowed values, limits.
 
-Why one table: the library sources, the vector modes and every key's type used to be
-spelled out in several places (config validation, ``library.open_source``, the CLI's
-choices, the README), and they drifted apart: ``sync --zotero-dir`` wrote a source that
-the validator refused. Now config validation, ``open_source``, the CLI and the docs
-(``schema_markdown``, checked by a test against docs/zotero.md) all read this module.
-
-Each setting is a ``Setting`` row; ``check_setting`` is a pure function from a value to
-``None`` or a ``ValidationError``. Strings have length limits (a 10 MB model name is a
-mistake, not a model), must be encodable as UTF-8 (lone surrogates cannot be written),
-numbers must be finite (``NaN`` / ``Infinity`` are not JSON and break every later use),
-and URLs are parsed, not prefix-matched.
+Why one table: config validation, ``library.open_source``, the CLI's choices and the docs (``schema_markdown``,
+checked by a test against docs/zotero.md) used to spell these out apart and drifted (``sync --zotero-dir`` wrote
+a source the validator refused); now all read this module. Each setting is a ``Setting`` row; ``check_setting``
+is a pure function from a value to ``None`` or a ``ValidationError``: strings have length limits and must be
+UTF-8, numbers must be finite (``NaN`` is not JSON), URLs are parsed, not prefix-matched.
 """
 
 from __future__ import annotations
@@ -173,6 +167,7 @@ SCHEMA: dict[str, tuple[Setting, ...]] = {
         Setting("prices", "map", {}, "US$ per million prompt/completion tokens, per model", check=_check_prices),
         Setting("timeout_s", "number", 60, "request timeout in seconds", low=0, high=3600, example="60"),
         Setting("max_retries", "int", 3, "retries on transient errors", low=0, high=20, example="3"),
+        Setting("rewrite_queries", "bool", True, "library search: rewrite the question into a few searches, fused"),
     ),
     "library": (
         Setting("source", "choice", "demo", "where notes and papers come from", choices=LIBRARY_SOURCES),
@@ -235,6 +230,15 @@ SCHEMA: dict[str, tuple[Setting, ...]] = {
             "what your highlight colours mean, indexed with each annotation",
             check=_check_colors,
         ),
+    ),
+    "embedding": (  # null base_url: the offline MiniLM model; else an OpenAI-compatible /v1/embeddings (llm.prices)
+        Setting("base_url", "url", None, "/v1/embeddings endpoint; null = offline MiniLM", nullable=True),
+        Setting("model", "str", None, "embedding model name", nullable=True, example="text-embedding-3-small"),
+        Setting("dim", "int", None, "vector dimension (probed by index model set)", nullable=True, low=1, high=65536),
+        Setting("api_key_env", "env", "OPENAI_API_KEY", "NAME of the environment variable holding the API key"),
+        Setting("batch_size", "int", 64, "texts per request", low=1, high=2048, example="64"),
+        Setting("timeout_s", "number", 60, "request timeout in seconds", low=0, high=3600, example="60"),
+        Setting("max_retries", "int", 3, "retries on transient errors", low=0, high=20, example="3"),
     ),
     "vectors": (
         Setting("mode", "choice", "persistent", "embedded ChromaDB or a Chroma server", choices=VECTOR_MODES),

@@ -122,19 +122,19 @@ class Workbench(WorkbenchViews):
     def index(self) -> HybridIndex:
         """The search index (SQLite FTS5 + ChromaDB vectors, fused); opened on first use.
 
-        The wiring chooses its collaborators: the embedder and the vector store are made on
-        first dense use (a lexical search or a sync's FTS phase never loads them).
+        The embedder (workbench/embedding.py) and the vector store are made on first dense use.
         """
         from functools import partial
 
-        from zocrates_nb.index.core import load_default_embedder, open_vector_store
+        from zocrates_nb.index.core import open_vector_store
         from zocrates_nb.index.hybrid import HybridIndex
+        from zocrates_nb.workbench.embedding import embedder_wiring
 
         config = self.config.read()
         return HybridIndex(
             self.paths,
             config,
-            make_embedder=load_default_embedder,
+            **embedder_wiring(self.paths, config, self.events),  # offline MiniLM, or config["embedding"]
             open_vectors=partial(open_vector_store, self.paths, config, one_shot=self._one_shot),
             has_documents=lambda: next(iter(self.corpus.documents()), None) is not None,
             one_shot=self._one_shot,

@@ -115,13 +115,13 @@ def test_bad_vectors_are_refused_and_nothing_is_written(store):
     assert store.count() == 0
 
 
-def test_another_model_is_refused_with_the_rebuild_command_then_reset_switches(paths, store):
+def test_another_model_is_refused_naming_both_and_the_reembed_command_then_reset_switches(paths, store):
     put(store, ["A#0"])
     other = VectorStore(paths, model_id="other-model", dim=DIM)
     with pytest.raises(IndexCorruptError) as err:
         other.query(vec("A#0"), 1)
     assert "test-model" in str(err.value) and "other-model" in str(err.value)
-    assert "zocrates-nb index rebuild" in str(err.value)
+    assert "zocrates-nb index model reembed" in str(err.value)
     with pytest.raises(IndexCorruptError):
         other.upsert(["B#0"], vec("B#0")[None, :], [meta("B#0")], ["b"])  # never mixed vectors
     other.reset()

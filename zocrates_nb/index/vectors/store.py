@@ -329,9 +329,10 @@ class VectorStore(VectorReads):
         if built_by != self.model_id or built_dim != self.dim:
             raise IndexCorruptError(
                 f"The vector index at {self._where()} was built with {built_by or 'an unknown model'} "
-                f"({built_dim or '?'}-d vectors), not {self.model_id} ({self.dim}-d); vectors of two "
-                "models cannot be mixed.",
-                hint=_REBUILD_HINT,
+                f"({built_dim or '?'}-d vectors), not {self.model_id} ({self.dim}-d), the model the config "
+                "names; vectors of two models cannot be mixed.",
+                hint=f"Run `zocrates-nb index model reembed` to re-embed every chunk with {self.model_id} "
+                f"(resumable), or `zocrates-nb index model show` to see the configured model.",
             )
 
     def _remove_store_dir(self) -> None:
