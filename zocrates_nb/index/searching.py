@@ -18,6 +18,7 @@ from zocrates_nb.index.core import REBUILD_HINT, IndexCore
 from zocrates_nb.index.lexical import fts
 from zocrates_nb.index.lexical.split import lexical_search
 from zocrates_nb.index.rank.assembly import build_hits, chunk_units, collapse_to_documents, rank_units
+from zocrates_nb.index.rank.blend import blend_scores
 from zocrates_nb.index.rank.fusion import fuse, lane_weight_for
 from zocrates_nb.index.rank.note_lane import note_intent
 from zocrates_nb.index.rank.ranking import (
@@ -174,11 +175,13 @@ class IndexSearch(IndexCore):
         The ranking itself is pure (index/rank/assembly.py); this reads the rows it needs.
         """
         lists, note_chunks, weight, chunk_fused, marks = self._fuse_chunks(lists, mode, query)
+        keys: Mapping[str, str] | None = None
         if collapse:
             keys = self._read(lambda conn: fts.chunk_keys(conn, {c for ranking in lists.values() for c in ranking}))
             units, unit_lists = collapse_to_documents(lists, chunk_fused, keys)
         else:
             units, unit_lists = chunk_units(lists)
+        blended = self._blended(lists, raw_scores, keys) if mode == "hybrid" else None
         fused = rank_units(
             unit_lists,
             units,
@@ -192,11 +195,29 @@ class IndexSearch(IndexCore):
             paper_window=self.paper_window,
             note_share=self.note_share,
             annotation_chunks=marks,
+            paper_scores=blended,
         )
         chosen = [units[u] for u, _ in fused if u in units]
         rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
         docs = self._read(lambda conn: fts.documents(conn, {rows[c].key for c in chosen if c in rows}))
         return build_hits(fused, units, unit_lists, raw_scores, mode, rows, docs)
+
+    def _blended(
+        self, lists: Mapping[str, list[str]], raw_scores: Mapping[str, Mapping[str, float]], keys: Any
+    ) -> dict[str, float] | None:
+        """Each unit's blended retriever scores (index/rank/blend.py), by which hybrid search orders papers.
+
+        A document scores its best chunk's score in each list; None with ``paper_fusion`` "rrf".
+        """
+        if self.paper_fusion != "blend":
+            return None
+        unit_scores = {
+            name: [(keys.get(c) if keys is not None else c, scores[c]) for c in lists.get(name, ()) if c in scores]
+            for name, scores in raw_scores.items()
+        }
+        unit_scores = {name: [(u, v) for u, v in got if u is not None] for name, got in unit_scores.items()}
+        weights = {"lexical": self.lexical_weight, "dense": 1.0 - self.lexical_weight}
+        return blend_scores(unit_scores, weights, norm="max")
 
     def _fuse_chunks(
         self, lists: dict[str, list[str]], mode: str, query: str

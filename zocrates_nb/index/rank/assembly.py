@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from zocrates_nb.index.rank.blend import reslot_papers
 from zocrates_nb.index.rank.fusion import fuse, inherit_from_parents, keep_best_paper, reserve_notes
 from zocrates_nb.index.rank.ranking import SearchHit
 
@@ -105,6 +106,7 @@ def rank_units(
     paper_window: int,
     note_share: int = 0,
     annotation_chunks: Collection[str] = frozenset(),
+    paper_scores: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
     """The top ``k`` units by fused score, with the note lane (index/rank/fusion.py) applied.
 
@@ -112,6 +114,8 @@ def rank_units(
     note lane's weight for this query (0: no lane); ``note_share`` places of the first
     ``paper_window`` are kept for the best notes (fusion.reserve_notes); ``annotation_chunks`` (PDF
     annotations) are ranked beside the rest (``fusion.fuse``'s ``beside``) and are never the paper kept.
+    ``paper_scores`` (hybrid search: the retrievers' blended scores, index/rank/blend.py) re-orders the
+    papers among the places papers hold, after the lane has placed notes and annotations.
     """
     note_units: Collection[str] = {u for u, c in units.items() if c in note_chunks} if collapse else note_chunks.keys()
     marks = {u for u, c in units.items() if c in annotation_chunks}
@@ -124,4 +128,6 @@ def rank_units(
     if weight and paper_window and k >= paper_window:
         fused = reserve_notes(fused, note_units, paper_window, note_share)
         fused = keep_best_paper(fused, {u for u in units if u not in note_units and u not in marks}, paper_window)
+    if paper_scores:
+        fused = reslot_papers(fused, paper_scores, {u for u in units if u not in note_units and u not in marks})
     return fused[:k]
