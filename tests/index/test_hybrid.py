@@ -363,13 +363,63 @@ def test_model_load_failure_says_what_to_install(data_dir, monkeypatch):
 def test_invalid_search_config_is_a_clear_error(data_dir):
     from zocrates_nb.errors import ConfigError
 
-    for bad in ({"rrf_k": "many"}, {"depth": 0}, {"title_weight": -1}):
+    for bad in (
+        {"rrf_k": "many"},
+        {"depth": 0},
+        {"title_weight": -1},
+        {"paper_fusion": "votes"},
+        {"lexical_weight": 2},
+    ):
         with pytest.raises(ConfigError) as err:
             HybridIndex(DataPaths(data_dir), {"search": bad})
         assert "search" in err.value.message and "rrf_k" in err.value.hint
     idx = HybridIndex(DataPaths(data_dir), {"search": {"rrf_k": 5, "title_weight": 2}})
     assert idx.rrf_k == 5 and idx.stats()["rrf_k"] == 5
     idx.close()
+
+
+def test_hybrid_orders_papers_by_blended_scores_and_leaves_notes_in_place(data_dir, embedder):
+    """search.paper_fusion "blend" (default) re-orders papers among their places; "rrf" is ranks only."""
+    paths = DataPaths(data_dir)
+    papers = [
+        (
+            {**manifests()[0][0], "key": f"PAPR{n}{n}{n}{n}", "title": title, "word_count": 40},
+            f"# {title}\n\n{body}",
+        )
+        for n, (title, body) in enumerate(
+            [
+                ("Spot deconvolution", "Cell types in Visium spots are deconvolved with single-cell references."),
+                ("Visium spots", "Visium Visium Visium spots spots spots: a price list of slides."),
+                ("Capture locations", "How to deconvolve each capture location into the cell types of an atlas."),
+            ],
+            start=4,
+        )
+    ]
+    indexes = {
+        name: HybridIndex(paths, {"search": setting}, embedder=embedder)
+        for name, setting in (
+            ("default", {}),
+            ("rrf", {"paper_fusion": "rrf"}),
+            ("lexical only", {"lexical_weight": 1.0}),
+            ("dense only", {"lexical_weight": 0.0}),
+        )
+    }
+    stage_all(indexes["default"], paths, manifests()[1:] + papers)
+    query = "deconvolve cell types in Visium spots"
+    got = {name: idx.search(query, k=10) for name, idx in indexes.items()}
+    for name, hits in got.items():  # notes keep their places and every place its score
+        assert [(h.kind, h.score) for h in hits] == [(h.kind, h.score) for h in got["rrf"]], name
+        assert [h.key for h in hits if h.kind == "note"] == [h.key for h in got["rrf"] if h.kind == "note"], name
+    by_score = {
+        mode: [h.key for h in sorted(indexes["rrf"].search(query, k=10, mode=mode), key=lambda h: -h.score)]
+        for mode in ("lexical", "dense")
+    }
+    placed = {name: [h.key for h in hits if h.kind == "paper"] for name, hits in got.items()}
+    for name, mode in (("lexical only", "lexical"), ("dense only", "dense")):  # every paper is in both lists
+        assert placed[name] == [key for key in by_score[mode] if key.startswith("PAPR")], name
+    assert placed["lexical only"] != placed["dense only"]  # the two orders differ, so the weight decides
+    for idx in indexes.values():
+        idx.close()
 
 
 def test_parallel_and_serial_hybrid_search_agree(index, data_dir, embedder):

@@ -21,6 +21,7 @@ from zocrates_nb.index.lexical import fts
 from zocrates_nb.index.lexical.impacts import MAX_POSTINGS, TermImpacts
 from zocrates_nb.index.lexical.side_reads import SideReader
 from zocrates_nb.index.lexical.split import DocumentFrequencies
+from zocrates_nb.index.rank.blend import LEXICAL_WEIGHT, PAPER_FUSIONS
 from zocrates_nb.index.rank.bridge import LINK_SHARE
 from zocrates_nb.index.rank.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, NOTE_SHARE, PAPER_WINDOW, PARENT_SHARE
 from zocrates_nb.index.vectors import pending
@@ -125,10 +126,15 @@ class IndexCore:
             # >0: an RM3 pass from the top notes (off: no gain on dev)
             self.prf_notes = int(search_cfg.get("prf_notes", 0))
             self.prf_terms = int(search_cfg.get("prf_terms", 8))
+            # how hybrid search orders papers: "blend" (weighted, scaled scores) or "rrf" (ranks only)
+            self.paper_fusion = str(search_cfg.get("paper_fusion", "blend"))
+            self.lexical_weight = float(search_cfg.get("lexical_weight", LEXICAL_WEIGHT))
             # the everyday words' bm25 shares kept in memory (index/lexical/impacts.py); 0 turns the cache off
             self.impact_postings = int(search_cfg.get("impact_postings", MAX_POSTINGS))
             if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
                 raise ValueError("out of range")
+            if self.paper_fusion not in PAPER_FUSIONS or not 0 <= self.lexical_weight <= 1:
+                raise ValueError(f"paper_fusion is one of {', '.join(PAPER_FUSIONS)}; lexical_weight is 0…1")
             if (
                 min(
                     self.note_lane,

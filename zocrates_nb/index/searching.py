@@ -19,6 +19,7 @@ from zocrates_nb.index.lexical import fts, note_links
 from zocrates_nb.index.lexical.libraries import resolve_library
 from zocrates_nb.index.lexical.split import lexical_search
 from zocrates_nb.index.rank.assembly import build_hits, chunk_units, collapse_to_documents, rank_units
+from zocrates_nb.index.rank.blend import blend_scores
 from zocrates_nb.index.rank.bridge import weighted
 from zocrates_nb.index.rank.fusion import fuse, lane_weight_for
 from zocrates_nb.index.rank.note_lane import note_intent
@@ -183,11 +184,13 @@ class IndexSearch(IndexCore):
         The ranking itself is pure (index/rank/assembly.py); this reads the rows it needs.
         """
         lists, note_chunks, weight, chunk_fused, marks = self._fuse_chunks(lists, mode, query)
+        keys: Mapping[str, str] | None = None
         if collapse:
             keys = self._read(lambda conn: fts.chunk_keys(conn, {c for ranking in lists.values() for c in ranking}))
             units, unit_lists = collapse_to_documents(lists, chunk_fused, keys)
         else:
             units, unit_lists = chunk_units(lists)
+        blended = self._blended(lists, raw_scores, keys) if mode == "hybrid" else None
         fused = rank_units(
             unit_lists,
             units,
@@ -203,6 +206,7 @@ class IndexSearch(IndexCore):
             annotation_chunks=marks,
             links=self._links_of(units, note_chunks) if collapse and self.link_share and weight else None,
             link_share=self.link_share,
+            paper_scores=blended,
         )
         chosen = [units[u] for u, _ in fused if u in units]
         rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
@@ -220,6 +224,23 @@ class IndexSearch(IndexCore):
     def note_links(self, key: str) -> list[tuple[str, str, str]]:
         """The papers note ``key`` links to: ``[(paper key, reason, title), …]`` (for ``explain``)."""
         return self._read(lambda conn: note_links.links_of(conn, [key])).get(key, [])
+
+    def _blended(
+        self, lists: Mapping[str, list[str]], raw_scores: Mapping[str, Mapping[str, float]], keys: Any
+    ) -> dict[str, float] | None:
+        """Each unit's blended retriever scores (index/rank/blend.py), by which hybrid search orders papers.
+
+        A document scores its best chunk's score in each list; None with ``paper_fusion`` "rrf".
+        """
+        if self.paper_fusion != "blend":
+            return None
+        unit_scores = {
+            name: [(keys.get(c) if keys is not None else c, scores[c]) for c in lists.get(name, ()) if c in scores]
+            for name, scores in raw_scores.items()
+        }
+        unit_scores = {name: [(u, v) for u, v in got if u is not None] for name, got in unit_scores.items()}
+        weights = {"lexical": self.lexical_weight, "dense": 1.0 - self.lexical_weight}
+        return blend_scores(unit_scores, weights, norm="max")
 
     def _fuse_chunks(
         self, lists: dict[str, list[str]], mode: str, query: str

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from zocrates_nb.index.rank.blend import reslot_papers
 from zocrates_nb.index.rank.bridge import inherit_from_links
 from zocrates_nb.index.rank.fusion import fuse, inherit_from_parents, keep_best_paper, reserve_notes
 from zocrates_nb.index.rank.ranking import SearchHit
@@ -109,6 +110,7 @@ def rank_units(
     annotation_chunks: Collection[str] = frozenset(),
     links: Mapping[str, Sequence[tuple[str, float]]] | None = None,
     link_share: float = 0.0,
+    paper_scores: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
     """The top ``k`` units by fused score, with the note lane (index/rank/fusion.py) applied.
 
@@ -118,6 +120,8 @@ def rank_units(
     annotations) are ranked beside the rest (``fusion.fuse``'s ``beside``) and are never the paper kept.
     ``links`` (note key → ``[(paper key, weight)]``, the papers it links to) with ``link_share``: a
     note inherits part of its best linked paper's score (rank/bridge.py), as a child note does of its parent's.
+    ``paper_scores`` (hybrid search: the retrievers' blended scores, index/rank/blend.py) re-orders the
+    papers among the places papers hold, after the lane has placed notes and annotations.
     """
     note_units: Collection[str] = {u for u, c in units.items() if c in note_chunks} if collapse else note_chunks.keys()
     marks = {u for u, c in units.items() if c in annotation_chunks}
@@ -133,4 +137,6 @@ def rank_units(
     if weight and paper_window and k >= paper_window:
         fused = reserve_notes(fused, note_units, paper_window, note_share)
         fused = keep_best_paper(fused, {u for u in units if u not in note_units and u not in marks}, paper_window)
+    if paper_scores:
+        fused = reslot_papers(fused, paper_scores, {u for u in units if u not in note_units and u not in marks})
     return fused[:k]
