@@ -97,7 +97,8 @@ def test_status_reports_the_data_dir_and_defaults(api, server):
     assert status["llm"]["configured"] is False
     assert status["llm"]["api_key_set"] is True  # from OPENAI_API_KEY in the server's environment
     assert status["library"]["source"] == "demo"
-    assert status["corpus"] == {"notes": 0, "papers": 0, "documents": 0} and status["index"] == {"chunks": 0}
+    assert status["corpus"] == {"notes": 0, "papers": 0, "documents": 0} and status["index"]["chunks"] == 0
+    assert status["index"]["embedding"]["base_url"] is None  # the offline default model
     assert FAKE_KEY not in r.text
 
 
