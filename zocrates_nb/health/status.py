@@ -11,6 +11,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.errors import ConfigError, ZocratesError
+from zocrates_nb.index.lexical.libraries import known_libraries
 from zocrates_nb.settings.config import ConfigStore, LLMSettings, merge_defaults
 from zocrates_nb.settings.profile import profile_token_report
 from zocrates_nb.storage.space import write_problem
@@ -54,11 +55,7 @@ def _corpus_counts(paths: DataPaths) -> tuple[dict[str, int], int, str | None, d
         if "document_text" in tables:
             sources = dict(conn.execute("SELECT source, count(*) FROM document_text GROUP BY source"))
             sources["pdf_failures"] = conn.execute("SELECT total(pdf_failures) FROM document_text").fetchone()[0]
-        if {"libraries", "document_libraries"} <= tables:  # the user's own and each group library
-            sources["libraries"] = conn.execute(
-                "SELECT l.name, l.kind, count(d.key) FROM libraries AS l LEFT JOIN document_libraries AS d "
-                "ON d.library_id = l.library_id GROUP BY l.library_id ORDER BY l.kind = 'group', l.library_id"
-            ).fetchall()
+        sources["libraries"] = known_libraries(conn)  # the user's own and each group library ([] before them)
         return documents, chunks, None, {k: v if k == "libraries" else int(v) for k, v in sources.items()}
     except sqlite3.Error as exc:
         return {}, 0, f"cannot read {paths.meta_db.name}: {exc}", {}
@@ -119,7 +116,7 @@ def collect_status(paths: DataPaths) -> dict[str, Any]:
     )
     libraries = sources.pop("libraries", None)
     if libraries:
-        status["corpus"]["libraries"] = [{"name": n, "kind": k, "documents": c} for n, k, c in libraries]
+        status["corpus"]["libraries"] = [{"name": lib.name, "kind": lib.kind, "documents": n} for lib, n in libraries]
     if sources:  # where the papers' text came from: their PDFs (with pages) or the library's full text
         status["corpus"]["pages"] = {
             "from_pdf": sources.get("pdf", 0),

@@ -293,8 +293,8 @@ class LibraryTools:
         if not library:
             yield
             return
-        self.index.resolve_library(library)  # raises a QueryError that lists the libraries
-        previous, self.scope = self.scope, {"library": str(library)}
+        found = self.index.resolve_library(library)  # raises a QueryError that lists the libraries
+        previous, self.scope = self.scope, {"library": str(found.library_id)}
         try:
             yield
         finally:

@@ -283,7 +283,7 @@ def save_note(
             f"The library source ({wb.source.describe()}) cannot write notes.",
             "Use the demo library or a Zotero Web/local API source to save notes.",
         )
-    names = _collection_names(wb, collection_key)
+    names = _collection_names(wb.collections(), collection_key)
     started = time.perf_counter()
     with lock:
         note = wb.source.create_note(
@@ -320,8 +320,9 @@ def _save_to_zotero(
     """Desktop / Web API libraries: outbox, index at once, then the writers (``save_to_zotero``)."""
     if parent_key and wb.source.get_paper(parent_key) is None:
         raise NotFoundError(f"No paper with key {parent_key!r}.", "Pick one of wb.papers().")
-    names = _collection_names(wb, collection_key)
-    library_path = wb.source.snapshot().write_path(parent_key, collection_key)  # a group's paper or collection
+    snapshot = wb.source.snapshot()  # one read: the collection names and the library the note goes to
+    names = _collection_names(snapshot.collections, collection_key)
+    library_path = snapshot.write_path(parent_key, collection_key)  # a group's paper or collection
     started = time.perf_counter()
     with lock:
         record = save_to_zotero(
@@ -347,9 +348,9 @@ def _save_to_zotero(
     return SavedNote(record.key, title, parent_key, collection_key, where, record.where, record.reason)
 
 
-def _collection_names(wb: Any, collection_key: str | None) -> dict[str, str]:
+def _collection_names(collections: Sequence[Any], collection_key: str | None) -> dict[str, str]:
     """Collection names by key; refuses a ``collection_key`` that names none."""
-    names = {c.key: c.name for c in wb.collections()}
+    names = {c.key: c.name for c in collections}
     if collection_key and collection_key not in names:
         raise NotFoundError(f"No collection with key {collection_key!r}.", "Pick one of wb.collections().")
     return names

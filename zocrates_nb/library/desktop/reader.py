@@ -162,18 +162,19 @@ class SnapshotReader:
         notes: list[Note] = []
         collections: list[Collection] = []
         annotations: list = []
+        filed = conn.execute("SELECT itemID, collectionID FROM collectionItems ORDER BY orderIndex").fetchall()
         for library in libraries:
             lib_id = library.library_id
             keys = dict(conn.execute("SELECT itemID, key FROM items WHERE libraryID = ?", (lib_id,)))
             lib_collections, coll_key_of = self._collections(lib_id)
             item_colls: dict[int, list[str]] = defaultdict(list)
-            for item_id, coll_id in conn.execute(
-                "SELECT itemID, collectionID FROM collectionItems ORDER BY orderIndex"
-            ):
+            for item_id, coll_id in filed:
                 if coll_id in coll_key_of:
                     item_colls[item_id].append(coll_key_of[coll_id])
             collections += [replace(c, library_id=lib_id) for c in lib_collections]
-            notes += [replace(n, library_id=lib_id) for n in self._notes(lib_id, version_col, trashed, item_colls)]
+            notes += [
+                replace(n, library_id=lib_id) for n in self._notes(lib_id, version_col, trashed, item_colls, keys)
+            ]
             papers += [
                 replace(p, library_id=lib_id)
                 for p in self._papers(lib_id, version_col, trashed, item_colls, keys, failures)
@@ -252,7 +253,7 @@ class SnapshotReader:
         ]
         return out, key_of
 
-    def _notes(self, lib_id, version_col, trashed, item_colls) -> list[Note]:
+    def _notes(self, lib_id, version_col, trashed, item_colls, keys) -> list[Note]:
         rows = self.conn.execute(
             f"SELECT i.itemID, i.key, i.{version_col}, i.dateModified, CAST(n.note AS BLOB), n.parentItemID, p.key "
             f"FROM items i JOIN {self.types_table} t ON t.itemTypeID = i.itemTypeID AND t.typeName = 'note' "
@@ -261,7 +262,7 @@ class SnapshotReader:
             (lib_id,),
         )
         notes = []
-        related = self._related(lib_id)
+        related = self._related(keys)
         for item_id, key, version, modified, raw, parent_id, parent_key in rows:
             if item_id in trashed or (parent_id is not None and parent_id in trashed):
                 continue
@@ -279,14 +280,13 @@ class SnapshotReader:
             )
         return notes
 
-    def _related(self, lib_id: int) -> dict[int, set[str]]:
+    def _related(self, key_of: dict[int, str]) -> dict[int, set[str]]:
         """itemID → keys of the items Zotero's "Related" list ties to it (``dc:relation``, either way round).
 
         Zotero stores a relation on both items (object: the other item's URI); reading both directions
         still finds one whose other half is missing (an item related before a sync brought the other)."""
         if "itemRelations" not in self.tables or "relationPredicates" not in self.tables:
             return {}
-        key_of = dict(self.conn.execute("SELECT itemID, key FROM items WHERE libraryID = ?", (lib_id,)))
         id_of = {key: item_id for item_id, key in key_of.items()}
         out: dict[int, set[str]] = {}
         for item_id, uri in self.conn.execute(

@@ -11,7 +11,6 @@ reported in the snapshot's failures and the rest is read; nothing is dropped sil
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,6 @@ from zocrates_nb.library.base import LibrarySnapshot, Note, unique_across_librar
 from zocrates_nb.library.writing.note_writers import WriterUnavailable, http_json
 
 __all__ = ["ZoteroWebLibraries", "group_cache_path", "list_groups"]
-
-log = logging.getLogger(__name__)
 
 
 def group_cache_path(user_cache: Path | None, group_id: int) -> Path | None:
