@@ -167,7 +167,8 @@ def test_demo_questions_have_kinds_and_a_stratified_split():
     # q001–q122 alternate dev/test within each kind; q123–q167 are dev only (written after dev
     # saturated, so that tuning can still tell settings apart); q168 on are the harder paraphrases of
     # issue 24 (a method by what it does, an experiment by its place in a sequence), alternating again
-    # so that the test split gets harder too.
+    # so that the test split gets harder too; q198 on are a second such round, shorter and with fewer
+    # of the note's own words (a platform by its chemistry, an instrument by its capacity).
     number = {q["id"]: int(q["id"][1:]) for q in questions}
     stratified = [q for q in questions if number[q["id"]] <= 122 or number[q["id"]] >= 168]
     for kind in kinds:

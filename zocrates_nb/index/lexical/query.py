@@ -9,7 +9,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["STOPWORDS", "quote_fts", "query_terms", "natural_query", "or_query"]
+__all__ = [
+    "STOPWORDS",
+    "ORDINAL_NUMBERS",
+    "quote_fts",
+    "query_terms",
+    "natural_query",
+    "or_query",
+    "with_ordinal_numbers",
+]
 
 # Function words that carry no topic: dropping them from OR-queries halves query
 # time on SciFact with no loss in nDCG (offline-models-and-eval.md §D).
@@ -26,6 +34,23 @@ yours yourself yourselves
 )
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+#: "the third run", "our 2nd attempt", "batch 3": a place in a sequence is written both ways, so a
+#: question's ordinal also asks for its number (and the other spelling), both rare enough to matter
+#: only beside the words around them (docs/retrieval.md, "Places in a sequence").
+_ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth").split()
+
+
+def _suffixed(number: int) -> str:
+    """3 → "3rd", 11 → "11th"."""
+    ending = {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th") if number not in (11, 12, 13) else "th"
+    return f"{number}{ending}"
+
+
+ORDINAL_NUMBERS = {
+    **{word: n for n, word in enumerate(_ORDINALS, start=1)},
+    **{_suffixed(n): n for n in range(1, len(_ORDINALS) + 1)},
+}
 
 
 def _quote_token(token: str) -> str:
@@ -52,11 +77,22 @@ def quote_fts(query: str, operator: str = "AND") -> str | None:
 def query_terms(query: str, *, drop_stopwords: bool = True, max_terms: int = 64) -> list[str]:
     """The distinct lower-cased word tokens of a question, stopwords dropped (unless that leaves none)."""
     words = [w.lower() for w in _WORD.findall(query or "")]
-    unique = list(dict.fromkeys(words))
+    unique = list(dict.fromkeys(with_ordinal_numbers(words)))
     if drop_stopwords:
         content = [w for w in unique if w not in STOPWORDS]
         unique = content or unique
     return unique[:max_terms]
+
+
+def with_ordinal_numbers(words: list[str]) -> list[str]:
+    """``words`` with each ordinal ("third", "3rd") followed by its number and its other spelling."""
+    out: list[str] = []
+    for word in words:
+        out.append(word)
+        number = ORDINAL_NUMBERS.get(word)
+        if number is not None:
+            out += [str(number), _ORDINALS[number - 1]]
+    return out
 
 
 def or_query(terms: Iterable[str]) -> str:
