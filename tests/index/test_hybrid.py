@@ -369,6 +369,8 @@ def test_invalid_search_config_is_a_clear_error(data_dir):
         {"title_weight": -1},
         {"paper_fusion": "votes"},
         {"lexical_weight": 2},
+        {"note_fusion": "votes"},
+        {"note_lexical_weight": -0.1},
     ):
         with pytest.raises(ConfigError) as err:
             HybridIndex(DataPaths(data_dir), {"search": bad})

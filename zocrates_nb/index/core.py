@@ -21,7 +21,7 @@ from zocrates_nb.index.lexical import fts
 from zocrates_nb.index.lexical.impacts import MAX_POSTINGS, TermImpacts
 from zocrates_nb.index.lexical.side_reads import SideReader
 from zocrates_nb.index.lexical.split import DocumentFrequencies
-from zocrates_nb.index.rank.blend import LEXICAL_WEIGHT, PAPER_FUSIONS
+from zocrates_nb.index.rank.blend import LEXICAL_WEIGHT, NOTE_LEXICAL_WEIGHT, PAPER_FUSIONS
 from zocrates_nb.index.rank.bridge import LINK_SHARE
 from zocrates_nb.index.rank.fusion import INTENT_WEIGHT, LANE_DEPTH, LANE_WEIGHT, NOTE_SHARE, PAPER_WINDOW, PARENT_SHARE
 from zocrates_nb.index.vectors import pending
@@ -129,12 +129,20 @@ class IndexCore:
             # how hybrid search orders papers: "blend" (weighted, scaled scores) or "rrf" (ranks only)
             self.paper_fusion = str(search_cfg.get("paper_fusion", "blend"))
             self.lexical_weight = float(search_cfg.get("lexical_weight", LEXICAL_WEIGHT))
+            # and notes among the places notes hold ("rrf": the fused order the lane and the shares gave)
+            self.note_fusion = str(search_cfg.get("note_fusion", "blend"))
+            self.note_lexical_weight = float(search_cfg.get("note_lexical_weight", NOTE_LEXICAL_WEIGHT))
             # the everyday words' bm25 shares kept in memory (index/lexical/impacts.py); 0 turns the cache off
             self.impact_postings = int(search_cfg.get("impact_postings", MAX_POSTINGS))
             if self.rrf_k < 0 or self.depth < 1 or not 0 < self.title_weight < 1000:
                 raise ValueError("out of range")
-            if self.paper_fusion not in PAPER_FUSIONS or not 0 <= self.lexical_weight <= 1:
-                raise ValueError(f"paper_fusion is one of {', '.join(PAPER_FUSIONS)}; lexical_weight is 0…1")
+            fusions_ok = self.paper_fusion in PAPER_FUSIONS and self.note_fusion in PAPER_FUSIONS
+            weights_ok = all(0 <= w <= 1 for w in (self.lexical_weight, self.note_lexical_weight))
+            if not fusions_ok or not weights_ok:
+                raise ValueError(
+                    f"paper_fusion and note_fusion are one of {', '.join(PAPER_FUSIONS)};"
+                    " lexical_weight and note_lexical_weight are 0…1"
+                )
             if (
                 min(
                     self.note_lane,

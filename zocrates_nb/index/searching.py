@@ -190,7 +190,11 @@ class IndexSearch(IndexCore):
             units, unit_lists = collapse_to_documents(lists, chunk_fused, keys)
         else:
             units, unit_lists = chunk_units(lists)
-        blended = self._blended(lists, raw_scores, keys) if mode == "hybrid" else None
+        hybrid = mode == "hybrid"
+        paper_blend = hybrid and self.paper_fusion == "blend"
+        blended = self._blended(lists, raw_scores, keys, self.lexical_weight) if paper_blend else None
+        note_blend = hybrid and self.note_fusion == "blend" and bool(note_chunks)
+        note_scores = self._blended(lists, raw_scores, keys, self.note_lexical_weight) if note_blend else None
         fused = rank_units(
             unit_lists,
             units,
@@ -207,6 +211,7 @@ class IndexSearch(IndexCore):
             links=self._links_of(units, note_chunks) if collapse and self.link_share and weight else None,
             link_share=self.link_share,
             paper_scores=blended,
+            note_scores=note_scores,
         )
         chosen = [units[u] for u, _ in fused if u in units]
         rows = self._read(lambda conn: fts.chunk_rows(conn, chosen))
@@ -226,20 +231,23 @@ class IndexSearch(IndexCore):
         return self._read(lambda conn: note_links.links_of(conn, [key])).get(key, [])
 
     def _blended(
-        self, lists: Mapping[str, list[str]], raw_scores: Mapping[str, Mapping[str, float]], keys: Any
-    ) -> dict[str, float] | None:
-        """Each unit's blended retriever scores (index/rank/blend.py), by which hybrid search orders papers.
+        self,
+        lists: Mapping[str, list[str]],
+        raw_scores: Mapping[str, Mapping[str, float]],
+        keys: Any,
+        lexical_weight: float,
+    ) -> dict[str, float]:
+        """Each unit's blended retriever scores (index/rank/blend.py), by which hybrid search orders papers
+        (and, with the notes' own weight, notes) among their places.
 
-        A document scores its best chunk's score in each list; None with ``paper_fusion`` "rrf".
+        A document scores its best chunk's score in each list.
         """
-        if self.paper_fusion != "blend":
-            return None
         unit_scores = {
             name: [(keys.get(c) if keys is not None else c, scores[c]) for c in lists.get(name, ()) if c in scores]
             for name, scores in raw_scores.items()
         }
         unit_scores = {name: [(u, v) for u, v in got if u is not None] for name, got in unit_scores.items()}
-        weights = {"lexical": self.lexical_weight, "dense": 1.0 - self.lexical_weight}
+        weights = {"lexical": lexical_weight, "dense": 1.0 - lexical_weight}
         return blend_scores(unit_scores, weights, norm="max")
 
     def _fuse_chunks(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from zocrates_nb.index.rank.blend import reslot_papers
+from zocrates_nb.index.rank.blend import reslot, reslot_papers
 from zocrates_nb.index.rank.bridge import inherit_from_links
 from zocrates_nb.index.rank.fusion import fuse, inherit_from_parents, keep_best_paper, reserve_notes
 from zocrates_nb.index.rank.ranking import SearchHit
@@ -111,6 +111,7 @@ def rank_units(
     links: Mapping[str, Sequence[tuple[str, float]]] | None = None,
     link_share: float = 0.0,
     paper_scores: Mapping[str, float] | None = None,
+    note_scores: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
     """The top ``k`` units by fused score, with the note lane (index/rank/fusion.py) applied.
 
@@ -121,7 +122,8 @@ def rank_units(
     ``links`` (note key → ``[(paper key, weight)]``, the papers it links to) with ``link_share``: a
     note inherits part of its best linked paper's score (rank/bridge.py), as a child note does of its parent's.
     ``paper_scores`` (hybrid search: the retrievers' blended scores, index/rank/blend.py) re-orders the
-    papers among the places papers hold, after the lane has placed notes and annotations.
+    papers among the places papers hold, after the lane has placed notes and annotations; ``note_scores``
+    (the same blend with the notes' own lexical weight) re-orders the notes among the places notes hold.
     """
     note_units: Collection[str] = {u for u, c in units.items() if c in note_chunks} if collapse else note_chunks.keys()
     marks = {u for u, c in units.items() if c in annotation_chunks}
@@ -139,4 +141,29 @@ def rank_units(
         fused = keep_best_paper(fused, {u for u in units if u not in note_units and u not in marks}, paper_window)
     if paper_scores:
         fused = reslot_papers(fused, paper_scores, {u for u in units if u not in note_units and u not in marks})
+    if note_scores:
+        # the lane decides *where* notes go; the blend, with the notes' shares of their papers, which note
+        # goes first
+        fused = reslot(
+            fused, dict(_with_shares(note_scores, note_chunks, units, parent_share, links, link_share)), note_units
+        )
     return fused[:k]
+
+
+def _with_shares(
+    scores: Mapping[str, float],
+    note_chunks: Mapping[str, Any],
+    units: Mapping[str, str],
+    parent_share: float,
+    links: Mapping[str, Sequence[tuple[str, float]]] | None,
+    link_share: float,
+) -> list[tuple[str, float]]:
+    """Blended scores with each note's share of its parent's and its linked papers' blended scores,
+    as the fusion gives them (fusion.inherit_from_parents, bridge.inherit_from_links)."""
+    blended = list(scores.items())
+    if parent_share:
+        parents = {u: note_chunks[c] for u, c in units.items() if c in note_chunks}
+        blended = inherit_from_parents(blended, parents, parent_share)
+    if link_share and links:
+        blended = inherit_from_links(blended, links, link_share)
+    return blended

@@ -11,7 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 
-__all__ = ["NORMS", "PAPER_FUSIONS", "LEXICAL_WEIGHT", "normalise", "blend_scores", "reslot_papers"]
+__all__ = [
+    "NORMS",
+    "PAPER_FUSIONS",
+    "LEXICAL_WEIGHT",
+    "NOTE_LEXICAL_WEIGHT",
+    "normalise",
+    "blend_scores",
+    "reslot",
+    "reslot_papers",
+]
 
 NORMS = ("minmax", "zscore", "max")
 #: ``search.paper_fusion``: how hybrid search orders papers among themselves ("rrf": by fused rank).
@@ -19,6 +28,11 @@ PAPER_FUSIONS = ("blend", "rrf")
 #: The lexical list's weight in hybrid search (the dense list gets 1 − this), with ``max`` scaling:
 #: SciFact train nDCG@10 0.7449 against 0.7284 with RRF k = 20; 0.35–0.5 is a plateau (0.743–0.745).
 LEXICAL_WEIGHT = 0.4
+#: The lexical weight when notes are re-ordered among the places notes hold (``search.note_fusion``
+#: "blend", ``search.note_lexical_weight``): notes are short and the user's own words, so their exact
+#: terms count more than a paper's. Demo dev split MRR@10 0.857 (fused order) → 0.903; 0.4–0.7 all give
+#: 0.884–0.903 (docs/retrieval.md, "Notes ordered by the blend too").
+NOTE_LEXICAL_WEIGHT = 0.6
 
 
 def normalise(scores: Sequence[tuple[str, float]], norm: str = "minmax") -> dict[str, float]:
@@ -71,24 +85,31 @@ def blend_scores(
     return out
 
 
-def reslot_papers(
-    fused: Sequence[tuple[str, float]], paper_scores: Mapping[str, float], papers: Collection[str]
+def reslot(
+    fused: Sequence[tuple[str, float]], scores: Mapping[str, float], members: Collection[str]
 ) -> list[tuple[str, float]]:
-    """``fused`` with its papers re-ordered among themselves by ``paper_scores`` (best first).
+    """``fused`` with its ``members`` (the papers, or the notes) re-ordered among themselves by ``scores``.
 
-    Every place a paper held is again held by a paper, and each place keeps its score, so notes and
-    annotations stay exactly where the fusion (and its note lane) put them, and the scores still fall
-    down the list. Only which paper sits in which paper place changes; ties (and papers without a
+    Every place a member held is again held by a member, and each place keeps its score, so the other
+    units stay exactly where the fusion (and its note lane) put them, and the scores still fall down
+    the list. Only which member sits in which member place changes; ties (and members without a
     score, which go last) keep their fused order.
     """
     items = list(fused)
-    places = [i for i, (unit, _) in enumerate(items) if unit in papers]
+    places = [i for i, (unit, _) in enumerate(items) if unit in members]
     if len(places) < 2:
         return items
     order = sorted(
         (items[i][0] for i in places),
-        key=lambda unit: -paper_scores.get(unit, float("-inf")),
+        key=lambda unit: -scores.get(unit, float("-inf")),
     )
     for place, unit in zip(places, order, strict=True):
         items[place] = (unit, items[place][1])
     return items
+
+
+def reslot_papers(
+    fused: Sequence[tuple[str, float]], paper_scores: Mapping[str, float], papers: Collection[str]
+) -> list[tuple[str, float]]:
+    """:func:`reslot` for the papers: notes and annotations keep the places the lane gave them."""
+    return reslot(fused, paper_scores, papers)
