@@ -23,6 +23,10 @@ from pathlib import Path
 from zocrates_nb.cli import main
 
 QUERIES = ("cell type deconvolution of Visium spots", "batch integration of single-cell data", "platypus burrow ledger")
+#: A query nothing in the library is about: its lexical result must be empty, but its dense order is
+#: noise (every cosine near-equal, so a store that took the notes in another order may swap two of
+#: them at float precision), so only its lexical side is compared.
+UNRELATED = QUERIES[2]
 HINT_COMMAND = re.compile(r"`zocrates-nb ([^`]*)`")
 TEST_KEY = "sk-fault-test-0123456789"
 
@@ -123,6 +127,7 @@ def state(home: Path) -> dict:
             f"{mode}:{q}": [h.key for h in wb.index.search(q, k=8, mode=mode)]
             for q in QUERIES
             for mode in ("lexical", "dense", "hybrid")
+            if q != UNRELATED or mode == "lexical"
         }
         vectors = wb.index.vectors.count()
         chunks = wb.index.stats()["chunks"]
