@@ -9,7 +9,7 @@ this module gathers their inputs from the connection and the vector store.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -192,9 +192,10 @@ class IndexSearch(IndexCore):
             units, unit_lists = chunk_units(lists)
         hybrid = mode == "hybrid"
         paper_blend = hybrid and self.paper_fusion == "blend"
-        blended = self._blended(lists, raw_scores, keys, self.lexical_weight) if paper_blend else None
         note_blend = hybrid and self.note_fusion == "blend" and bool(note_chunks)
-        note_scores = self._blended(lists, raw_scores, keys, self.note_lexical_weight) if note_blend else None
+        scored = self._unit_scores(lists, raw_scores, keys) if paper_blend or note_blend else {}
+        blended = _blend(scored, self.lexical_weight) if paper_blend else None
+        note_scores = _blend(scored, self.note_lexical_weight) if note_blend else None
         fused = rank_units(
             unit_lists,
             units,
@@ -230,25 +231,16 @@ class IndexSearch(IndexCore):
         """The papers note ``key`` links to: ``[(paper key, reason, title), …]`` (for ``explain``)."""
         return self._read(lambda conn: note_links.links_of(conn, [key])).get(key, [])
 
-    def _blended(
-        self,
-        lists: Mapping[str, list[str]],
-        raw_scores: Mapping[str, Mapping[str, float]],
-        keys: Any,
-        lexical_weight: float,
-    ) -> dict[str, float]:
-        """Each unit's blended retriever scores (index/rank/blend.py), by which hybrid search orders papers
-        (and, with the notes' own weight, notes) among their places.
-
-        A document scores its best chunk's score in each list.
-        """
+    def _unit_scores(
+        self, lists: Mapping[str, list[str]], raw_scores: Mapping[str, Mapping[str, float]], keys: Any
+    ) -> dict[str, list[tuple[str, float]]]:
+        """Each retriever's ``(unit, raw score)`` list, by which hybrid search blends papers and notes
+        (index/rank/blend.py) among their places: a document scores its best chunk's score in each list."""
         unit_scores = {
             name: [(keys.get(c) if keys is not None else c, scores[c]) for c in lists.get(name, ()) if c in scores]
             for name, scores in raw_scores.items()
         }
-        unit_scores = {name: [(u, v) for u, v in got if u is not None] for name, got in unit_scores.items()}
-        weights = {"lexical": lexical_weight, "dense": 1.0 - lexical_weight}
-        return blend_scores(unit_scores, weights, norm="max")
+        return {name: [(u, v) for u, v in got if u is not None] for name, got in unit_scores.items()}
 
     def _fuse_chunks(
         self, lists: dict[str, list[str]], mode: str, query: str
@@ -338,3 +330,8 @@ def _settle(job: Future | None) -> None:
     """Let a running FTS job finish before an error leaves search (its own error is secondary)."""
     if job is not None:
         wait([job])
+
+
+def _blend(unit_scores: Mapping[str, Sequence[tuple[str, float]]], lexical_weight: float) -> dict[str, float]:
+    """The retrievers' scores blended with ``lexical_weight`` for the lexical list (``max`` scaling)."""
+    return blend_scores(unit_scores, {"lexical": lexical_weight, "dense": 1.0 - lexical_weight}, norm="max")

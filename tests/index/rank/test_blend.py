@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zocrates_nb.index.rank.blend import blend_scores, normalise, reslot_papers
+from zocrates_nb.index.rank.blend import blend_scores, normalise, reslot
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given  # noqa: E402
@@ -70,15 +70,15 @@ def test_one_weighted_list_keeps_that_lists_order(lexical, weight):
 
 def test_reslot_orders_papers_by_their_scores_in_the_places_papers_held():
     fused = [("p1", 0.9), ("n1", 0.8), ("p2", 0.7), ("a1", 0.6), ("p3", 0.5)]
-    got = reslot_papers(fused, {"p1": 0.2, "p2": 0.1, "p3": 0.9}, papers={"p1", "p2", "p3"})
+    got = reslot(fused, {"p1": 0.2, "p2": 0.1, "p3": 0.9}, members={"p1", "p2", "p3"})
     assert got == [("p3", 0.9), ("n1", 0.8), ("p1", 0.7), ("a1", 0.6), ("p2", 0.5)]
 
 
 def test_reslot_keeps_fused_order_for_ties_and_puts_unscored_papers_last():
     fused = [("p1", 3.0), ("p2", 2.0), ("p3", 1.0), ("p4", 0.5)]
-    got = reslot_papers(fused, {"p2": 1.0, "p3": 1.0, "p4": 2.0}, papers={"p1", "p2", "p3", "p4"})
+    got = reslot(fused, {"p2": 1.0, "p3": 1.0, "p4": 2.0}, members={"p1", "p2", "p3", "p4"})
     assert [u for u, _ in got] == ["p4", "p2", "p3", "p1"]
-    assert reslot_papers(fused[:1], {"p1": 1.0}, {"p1"}) == fused[:1]
+    assert reslot(fused[:1], {"p1": 1.0}, {"p1"}) == fused[:1]
 
 
 units = st.lists(st.sampled_from([f"u{i}" for i in range(10)]), unique=True, max_size=10)
@@ -89,7 +89,7 @@ def test_reslot_moves_no_note_and_keeps_every_unit_and_the_scores(order, data):
     papers = set(data.draw(st.lists(st.sampled_from(order), unique=True))) if order else set()
     scores = {u: data.draw(st.floats(min_value=-5, max_value=5)) for u in papers}
     fused = [(u, float(len(order) - i)) for i, u in enumerate(order)]
-    got = reslot_papers(fused, scores, papers)
+    got = reslot(fused, scores, papers)
     assert sorted(u for u, _ in got) == sorted(order)
     assert [s for _, s in got] == [s for _, s in fused]  # each place keeps its score
     for (before, _), (after, _) in zip(fused, got, strict=True):

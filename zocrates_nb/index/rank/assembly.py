@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from zocrates_nb.index.rank.blend import reslot, reslot_papers
+from zocrates_nb.index.rank.blend import reslot
 from zocrates_nb.index.rank.bridge import inherit_from_links
 from zocrates_nb.index.rank.fusion import fuse, inherit_from_parents, keep_best_paper, reserve_notes
 from zocrates_nb.index.rank.ranking import SearchHit
@@ -127,43 +127,23 @@ def rank_units(
     """
     note_units: Collection[str] = {u for u, c in units.items() if c in note_chunks} if collapse else note_chunks.keys()
     marks = {u for u, c in units.items() if c in annotation_chunks}
+    papers = {u for u in units if u not in note_units and u not in marks}
+    parents = {u: note_chunks[c] for u, c in units.items() if c in note_chunks}
     fused = fuse(unit_lists, rrf_k, note_units, weight, lane_depth, beside=marks)
     if collapse and parent_share and weight:
         # a child note inherits part of its paper's score (fusion.inherit_from_parents)
-        fused = inherit_from_parents(
-            fused, {u: note_chunks[c] for u, c in units.items() if c in note_chunks}, parent_share
-        )
+        fused = inherit_from_parents(fused, parents, parent_share)
     if collapse and link_share and weight and links:
         # a note inherits part of its best linked paper's score (rank/bridge.py)
         fused = inherit_from_links(fused, links, link_share)
     if weight and paper_window and k >= paper_window:
         fused = reserve_notes(fused, note_units, paper_window, note_share)
-        fused = keep_best_paper(fused, {u for u in units if u not in note_units and u not in marks}, paper_window)
+        fused = keep_best_paper(fused, papers, paper_window)
     if paper_scores:
-        fused = reslot_papers(fused, paper_scores, {u for u in units if u not in note_units and u not in marks})
+        fused = reslot(fused, paper_scores, papers)
     if note_scores:
-        # the lane decides *where* notes go; the blend, with the notes' shares of their papers, which note
-        # goes first
-        fused = reslot(
-            fused, dict(_with_shares(note_scores, note_chunks, units, parent_share, links, link_share)), note_units
-        )
+        # the lane decides *where* notes go; the blend, with the notes' shares of their parent's and their
+        # linked papers' blended scores (the same two inheritances as above), which note goes first
+        shared = inherit_from_parents(list(note_scores.items()), parents, parent_share)
+        fused = reslot(fused, dict(inherit_from_links(shared, links or {}, link_share)), note_units)
     return fused[:k]
-
-
-def _with_shares(
-    scores: Mapping[str, float],
-    note_chunks: Mapping[str, Any],
-    units: Mapping[str, str],
-    parent_share: float,
-    links: Mapping[str, Sequence[tuple[str, float]]] | None,
-    link_share: float,
-) -> list[tuple[str, float]]:
-    """Blended scores with each note's share of its parent's and its linked papers' blended scores,
-    as the fusion gives them (fusion.inherit_from_parents, bridge.inherit_from_links)."""
-    blended = list(scores.items())
-    if parent_share:
-        parents = {u: note_chunks[c] for u, c in units.items() if c in note_chunks}
-        blended = inherit_from_parents(blended, parents, parent_share)
-    if link_share and links:
-        blended = inherit_from_links(blended, links, link_share)
-    return blended

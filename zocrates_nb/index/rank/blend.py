@@ -19,7 +19,6 @@ __all__ = [
     "normalise",
     "blend_scores",
     "reslot",
-    "reslot_papers",
 ]
 
 NORMS = ("minmax", "zscore", "max")
@@ -106,10 +105,3 @@ def reslot(
     for place, unit in zip(places, order, strict=True):
         items[place] = (unit, items[place][1])
     return items
-
-
-def reslot_papers(
-    fused: Sequence[tuple[str, float]], paper_scores: Mapping[str, float], papers: Collection[str]
-) -> list[tuple[str, float]]:
-    """:func:`reslot` for the papers: notes and annotations keep the places the lane gave them."""
-    return reslot(fused, paper_scores, papers)
