@@ -129,12 +129,18 @@ def _row_from_manifest(corpus: Any, manifest: dict) -> Any:
         "collection_keys": list(manifest.get("collection_keys") or []),
         "collections": list(manifest.get("collections") or []),
     }
-    if kind == "note":
+    if kind == "note":  # the same dict CorpusWriter.note_context makes, so a restored note counts as current
         context = {
             "parent_key": manifest.get("parent_key"),
             "parent_title": manifest.get("parent_title"),
             **collections,
         }
+        if "parent_creators" in manifest or "parent_year" in manifest:
+            context.update(
+                parent_creators=list(manifest.get("parent_creators") or []), parent_year=manifest.get("parent_year")
+            )
+        if manifest.get("links"):
+            context["links"] = [dict(link) for link in manifest["links"]]
     elif kind == "annotation":  # the same dict CorpusWriter.annotation_context makes
         context = {
             "parent_key": manifest.get("parent_key"),
