@@ -36,6 +36,16 @@ def test_a_child_note_takes_its_share_of_its_papers_blended_score():
     assert [u for u, _ in unshared][0] == "NOTEA"
 
 
+def test_with_the_lane_off_a_note_takes_no_share_of_its_papers_score():
+    """Plain RRF (``note_lane`` and ``note_intent`` 0, weight 0) carries no shares, in the blend too."""
+    lists, units = _setup()
+    notes = {"NOTEA:0": None, "NOTEB:0": "PAPER1"}
+    scores = {"NOTEA": 0.60, "NOTEB": 0.45, "PAPER1": 1.0, "PAPER2": 0.2}
+    links = {"NOTEB": [("PAPER1", 1.0)]}
+    got = rank_units(lists, units, notes, 0.0, **SETTINGS, note_scores=scores, links=links, link_share=0.2)
+    assert [u for u, _ in got if u.startswith("NOTE")] == ["NOTEA", "NOTEB"]
+
+
 def test_a_linked_note_takes_its_share_of_its_linked_papers_blended_score():
     lists, units = _setup()
     notes = {"NOTEA:0": None, "NOTEB:0": None}

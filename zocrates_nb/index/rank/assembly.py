@@ -143,7 +143,10 @@ def rank_units(
         fused = reslot(fused, paper_scores, papers)
     if note_scores:
         # the lane decides *where* notes go; the blend, with the notes' shares of their parent's and their
-        # linked papers' blended scores (the same two inheritances as above), which note goes first
-        shared = inherit_from_parents(list(note_scores.items()), parents, parent_share)
-        fused = reslot(fused, dict(inherit_from_links(shared, links or {}, link_share)), note_units)
+        # linked papers' blended scores (the same two inheritances as above), which note goes first. As
+        # above, the shares ride only with the lane: with it off (plain RRF) a note stands on its own words
+        shared = list(note_scores.items())
+        if collapse and weight:
+            shared = inherit_from_links(inherit_from_parents(shared, parents, parent_share), links or {}, link_share)
+        fused = reslot(fused, dict(shared), note_units)
     return fused[:k]
