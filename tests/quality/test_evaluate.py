@@ -152,6 +152,35 @@ def test_changed_corpus_gets_a_new_index(tmp_path, data_dir):
     assert len(list(paths.eval_cache.iterdir())) == 2
 
 
+def test_an_index_cached_before_windows_is_embedded_again_once_with_every_window(tmp_path, data_dir):
+    from zocrates_nb.quality.beir_index import open_eval_index
+
+    root = write_beir(tmp_path / "tiny")
+    with open(root / "corpus.jsonl.gz", "ab") as raw, gzip.open(raw, "wt", encoding="utf-8") as fh:
+        long_text = " ".join(f"Sentence {i} on coral reef bleaching and warm water." for i in range(60))
+        fh.write(json.dumps({"_id": "d7", "title": "Coral reefs", "text": long_text}) + "\n")
+    paths = DataPaths(data_dir)
+    run_beir_eval(root, "test", "dense", paths=paths)
+    marker_file = next(paths.eval_cache.iterdir()) / "eval_index.json"
+    marker = json.loads(marker_file.read_text())
+    assert marker["windows"] == 1 and marker["vectors"]
+    dataset = load_beir(root, "test")
+    index, built = open_eval_index(paths, dataset, vectors=True)
+    try:
+        assert not built and "d7:0#w1" in index.vectors.all_ids()  # the long abstract has windows
+        index.vectors.delete_ids(["d7:0#w1"])  # as an index cached before windows were cut would lack them
+    finally:
+        index.close()
+    del marker["windows"]
+    marker_file.write_text(json.dumps(marker))
+    index, built = open_eval_index(paths, dataset, vectors=True)
+    try:
+        assert built and "d7:0#w1" in index.vectors.all_ids()
+    finally:
+        index.close()
+    assert json.loads(marker_file.read_text())["windows"] == 1
+
+
 # ---------------------------------------------------------------------------- notes evaluation
 
 

@@ -18,8 +18,9 @@ from zocrates_nb.errors import IndexCorruptError, ZocratesError
 from zocrates_nb.index.core import REBUILD_HINT, IndexCore
 from zocrates_nb.index.lexical import fts
 from zocrates_nb.index.lexical.libraries import record_library, replace_libraries
-from zocrates_nb.index.records import document_rows, embedding_text
+from zocrates_nb.index.records import document_rows, embedding_text, embedding_windows, vector_metadata
 from zocrates_nb.index.vectors import pending
+from zocrates_nb.index.vectors.windows import chunk_of, windows_of
 from zocrates_nb.records import LibraryInfo
 
 if TYPE_CHECKING:
@@ -140,6 +141,7 @@ class IndexConsistency(IndexCore):
             if gone:
                 self.vector_store().delete_ids(gone)
                 done(gone)
+            self._drop_windows(ids)
             return [rows[c] for c in sorted(rows)]
 
         try:
@@ -177,6 +179,7 @@ class IndexConsistency(IndexCore):
             self.reconcile(limit=self.auto_repair_limit, skip=ids)
         if gone:
             self.vector_store().delete_ids(gone)
+        self._drop_windows(ids)
         todo = [rows[c] for c in sorted(rows)]
         if todo:
             self._embed_todo(todo, progress)
@@ -222,18 +225,29 @@ class IndexConsistency(IndexCore):
         model starts on the first part while Chroma loads."""
         from zocrates_nb.index.vectors.fill import embed_jobs
 
+        count = _count_tokens() if self.dense_windows else None
         embed_jobs(
             jobs,
             lambda r: embedding_text(r.title, r.text, r.context),
             model,
             _OpenOnWrite(self.vector_store),
-            _metadata,
+            vector_metadata,
             total=total,
             root=self.paths.root if total else None,
             batch=_EMBED_BATCH,
             progress=progress,
             stored=done,
+            texts_of=(lambda r: embedding_windows(r.title, r.text, r.context, count)) if count else None,
         )
+
+    def _drop_windows(self, chunk_ids: Iterable[str]) -> None:
+        """Delete the second and later windows of these chunks (gone, or about to be embedded again)."""
+        chunk_ids = set(chunk_ids)
+        if self.dense_windows and chunk_ids:
+            store = self.vector_store()
+            stale = windows_of(store.all_ids(), chunk_ids)
+            if stale:
+                store.delete_ids(stale)
 
     # ------------------------------------------------------------------ consistency
     def reconcile(
@@ -260,7 +274,9 @@ class IndexConsistency(IndexCore):
             store.reset()
             dense_ids = set()
         queued = self._read(pending.all_ids)  # changed by a process that died before its vectors
-        missing, extra = ((lexical_ids - dense_ids) | (queued & lexical_ids)) - set(skip), dense_ids - lexical_ids
+        dense_chunks = {chunk_of(v) for v in dense_ids}
+        missing = ((lexical_ids - dense_chunks) | (queued & lexical_ids)) - set(skip)
+        extra = {v for v in dense_ids if chunk_of(v) not in lexical_ids}
         if limit is not None and len(missing) > limit:
             self._reconciled = False
             raise IndexCorruptError(
@@ -310,7 +326,7 @@ class IndexConsistency(IndexCore):
                 self._pending = set()
             ids = self._read(fts.chunk_ids)
             try:
-                extra = set(vectors.all_ids()) - ids
+                extra = {v for v in vectors.all_ids() if chunk_of(v) not in ids}
             except IndexCorruptError:
                 vectors.reset()  # a damaged vector store is derived data: start afresh
                 extra = set()
@@ -368,26 +384,3 @@ def _index_rows(documents: Iterable[Any]) -> tuple[list[tuple[fts.FtsDocument, l
         except (ZocratesError, KeyError, TypeError, ValueError):
             skipped.append(stored.key)
     return records, skipped
-
-
-def _metadata(row: fts.ChunkRow) -> dict:
-    from zocrates_nb.index.vectors.store import chunk_metadata
-
-    keys = [c for c in row.collections if _looks_like_key(c)]
-    names = [c for c in row.collections if not _looks_like_key(c)]
-    return chunk_metadata(
-        key=row.key,
-        kind=row.kind,
-        item_type=row.item_type or row.kind,
-        title=row.title,
-        chunk_index=row.chunk_index,
-        parent_key=row.parent_key,
-        collection_keys=keys,
-        collection_names=names,
-    )
-
-
-def _looks_like_key(value: str) -> bool:
-    from zocrates_nb.records import is_valid_key
-
-    return is_valid_key(value)

@@ -111,6 +111,9 @@ class IndexCore:
         self.paths = paths
         self.config = dict(config or {})
         search_cfg = dict(self.config.get("search") or {})
+        # each window of an over-long chunk gets a vector of its own (index/vectors/windows.py): the
+        # evaluation index of whole documents asks for it; a product chunk fits one window anyway
+        self.dense_windows = bool((self.config.get("vectors") or {}).get("windows", False))
         try:
             self.rrf_k = int(search_cfg.get("rrf_k", DEFAULT_RRF_K))
             self.depth = int(search_cfg.get("depth", 100))

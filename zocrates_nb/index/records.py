@@ -24,13 +24,15 @@ from typing import Any
 from zocrates_nb.convert.pages import page_spans, pages_from_manifest
 from zocrates_nb.index.context import MAX_CONTEXT_TOKENS, clip_to_tokens, context_line
 from zocrates_nb.index.lexical.fts import ChunkRow, FtsDocument
-from zocrates_nb.records import PageSpan, kind_of_content_type
+from zocrates_nb.records import PageSpan, is_valid_key, kind_of_content_type
 
 __all__ = [
     "NOTE_WHOLE_WORDS",
     "WINDOW_TOKENS",
     "document_rows",
     "embedding_text",
+    "embedding_windows",
+    "vector_metadata",
     "annotation_facts",
     "annotation_span",
     "first_author_of",
@@ -210,3 +212,34 @@ def embedding_text(title: str, text: str, context: str = "") -> str:
     if title and not head.startswith(title):
         text = f"{title}\n{text}"
     return f"{context}\n{text}" if context else text
+
+
+def embedding_windows(title: str, text: str, context: str, count_tokens: Callable[[str], int]) -> list[str]:
+    """What the dense model sees of a chunk, cut into windows it reads whole (``vectors.windows``).
+
+    The same cut as a paper's chunks (``_pieces``): the context and title prefix every window,
+    consecutive windows overlap. A chunk that fits is one window, its ``embedding_text``."""
+    from zocrates_nb.convert.window import chunk_to_window
+
+    body = (text or "").strip()
+    budget = body_budget(title, context, count_tokens)
+    pieces = chunk_to_window(body, budget, count_tokens, overlap_tokens=OVERLAP_TOKENS)
+    return [embedding_text(title, p, context) for p in [c.text for c in pieces if c.text.strip()] or [text]]
+
+
+def vector_metadata(row: ChunkRow) -> dict:
+    """The metadata a chunk's vectors carry (the dense side's filters: key, kind, collections, parent)."""
+    from zocrates_nb.index.vectors.store import chunk_metadata
+
+    keys = [c for c in row.collections if is_valid_key(c)]
+    names = [c for c in row.collections if not is_valid_key(c)]
+    return chunk_metadata(
+        key=row.key,
+        kind=row.kind,
+        item_type=row.item_type or row.kind,
+        title=row.title,
+        chunk_index=row.chunk_index,
+        parent_key=row.parent_key,
+        collection_keys=keys,
+        collection_names=names,
+    )

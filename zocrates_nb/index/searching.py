@@ -31,6 +31,7 @@ from zocrates_nb.index.rank.ranking import (
     unknown_collection_error,
     unknown_parent_error,
 )
+from zocrates_nb.index.vectors.windows import WINDOW_DEPTH, best_per_chunk
 from zocrates_nb.storage.space import reading_only_notice
 
 
@@ -155,10 +156,13 @@ class IndexSearch(IndexCore):
         if query_embedding is None:
             query_embedding = self.embedder.embed([text])[0]
         if not filters:
+            if self.dense_windows:  # each chunk at its best window (index/vectors/windows.py)
+                return best_per_chunk(self.vectors.query(query_embedding, depth * WINDOW_DEPTH), depth)
             return self.vectors.query(query_embedding, depth)
         from zocrates_nb.index.filtered import dense_with_filter
 
         allowed = self._allowed.get(filters)
+        # a filtered search reads a chunk's first window only (the allowed sets hold chunk ids)
         return dense_with_filter(
             self.vectors,
             query_embedding,

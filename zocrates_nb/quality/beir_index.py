@@ -3,7 +3,10 @@
 Why a module of its own: ``evaluate.py`` is an entry point, and entry points do not build indexes
 (import-linter's "workbench.py is the only wiring" contract); like ``saving.py`` and ``zotero_setup.py``
 this module sits beside the wiring and hands the harness a ready index. One chunk per BEIR document,
-as the published baselines do; the index lives under ``<data-dir>/eval/`` keyed by the corpus hash.
+as the published baselines do, so bm25 reads each document whole; the dense side embeds each of the
+chunk's windows (``vectors.windows``, index/vectors/windows.py) and scores a document by its best,
+so no part of a long abstract is invisible to it (it saw only the first 256 word pieces before).
+The index lives under ``<data-dir>/eval/`` keyed by the corpus hash.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ if TYPE_CHECKING:
     from zocrates_nb.quality.beir import BeirDataset
 
 __all__ = ["beir_records", "open_eval_index"]
+
+#: How the dense side of the evaluation index is cut (a change re-embeds a cached index once).
+WINDOWS_VERSION = 1
 
 
 def beir_records(corpus: Mapping[str, tuple[str, str]]) -> list[tuple[FtsDocument, list[ChunkRow]]]:
@@ -56,7 +62,7 @@ def open_eval_index(
 
     folder = Path(paths.eval_cache) / f"{dataset.name}-{dataset.corpus_sha256[:16]}"
     folder.mkdir(parents=True, exist_ok=True)
-    config = {"vectors": {"mode": "persistent"}, "search": dict(search or {})}
+    config = {"vectors": {"mode": "persistent", "windows": True}, "search": dict(search or {})}
     built = False
     with file_lock(folder / "build.lock", timeout=3600):
         marker_file = _marker_path(folder)
@@ -70,7 +76,11 @@ def open_eval_index(
             built = True
             _write_marker(marker_file, marker)
         model_id = getattr(index.embedder, "model_id", None) if vectors else None
-        if vectors and marker.get("vectors") != model_id:
+        if vectors and (marker.get("vectors") != model_id or marker.get("windows") != WINDOWS_VERSION):
+            if marker.get("vectors") and marker.get("windows") != WINDOWS_VERSION:
+                index.vector_store().reset()  # vectors of the first 256 pieces only: embedded again
+            marker.update(vectors=None, windows=WINDOWS_VERSION)
+            _write_marker(marker_file, marker)  # a killed fill resumes without resetting again
             index.reconcile(progress=progress)  # embeds only what is missing: resumable
             marker["vectors"] = model_id
             built = True

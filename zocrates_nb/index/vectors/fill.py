@@ -33,6 +33,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from zocrates_nb.index.vectors.windows import window_id
+
 __all__ = [
     "PROGRESS_NAME",
     "clear_progress",
@@ -169,19 +171,25 @@ def embed_jobs(
     batch: int = 128,
     progress: Callable[[int, int], None] | None = None,
     stored: Callable[[list[str]], None] | None = None,
+    texts_of: Callable[[Any], list[str]] | None = None,
 ) -> int:
     """``embed_rows`` over a stream of jobs (lists of rows), taken one at a time as the embedder needs
     more: a sync's feed (index/vectors/feed.py) hands over each slice of committed chunks this way, so
     the embedder goes on from one slice to the next while the last one is stored. Identical texts
-    are embedded once within a job. ``total`` (when known) is what the progress figures count to."""
+    are embedded once within a job. ``total`` (when known) is what the progress figures count to.
+    ``texts_of`` (instead of ``text_of``): a row's windows, each stored as a vector of its own
+    (index/vectors/windows.py); a row counts as stored once its last window is."""
     writes = _Writes(store, metadata_of, total, root, progress, stored)
-    rows_of_parts: deque[list[list[Any]]] = deque()  # parts taken by the embedder, not stored yet
+    rows_of_parts: deque[list[list[tuple[Any, int]]]] = deque()  # parts taken by the embedder, not stored yet
 
     def parts() -> Iterator[list[str]]:
         for rows in jobs:
-            by_text: dict[str, list[Any]] = {}
+            by_text: dict[str, list[tuple[Any, int]]] = {}
             for row in rows:
-                by_text.setdefault(text_of(row), []).append(row)
+                texts = texts_of(row) if texts_of is not None else [text_of(row)]
+                writes.owe(row.chunk_id, len(texts))
+                for n, text in enumerate(texts):
+                    by_text.setdefault(text, []).append((row, n))
             texts = _by_length(list(by_text), embedder)
             for start in range(0, len(texts), batch):
                 part = texts[start : start + batch]
@@ -224,20 +232,39 @@ class _Writes:
         self.vector_store, self.metadata_of = store, metadata_of
         self.total, self.done, self.texts = total, 0, 0
         self.root, self.progress, self.stored = root, progress, stored
+        self.owed: dict[str, int] = {}  # chunk id → its windows not stored yet
+        self.held: dict[str, Any] = {}  # chunk id → its first window's vector, stored with its last
         if root is not None and total:
             write_progress(root, 0, total)
 
-    def store_part(self, rows_of_texts: list[list[Any]], vectors: Any) -> None:
-        ids, vecs, metas = [], [], []
+    def owe(self, chunk_id: str, windows: int) -> None:
+        self.owed[chunk_id] = self.owed.get(chunk_id, 0) + windows
+
+    def store_part(self, rows_of_texts: list[list[tuple[Any, int]]], vectors: Any) -> None:
+        ids, vecs, metas, finished = [], [], [], []
         for rows, vector in zip(rows_of_texts, vectors, strict=True):
-            for row in rows:
-                ids.append(row.chunk_id)
-                vecs.append(vector)
-                metas.append(self.metadata_of(row))
+            for row, n in rows:
+                chunk = row.chunk_id
+                self.owed[chunk] -= 1
+                if n == 0 and self.owed[chunk]:
+                    # the chunk's own id waits for its other windows: a fill killed in between leaves the
+                    # chunk missing, so the next reconcile embeds it again, never half of it
+                    self.held[chunk] = vector
+                else:
+                    ids.append(window_id(chunk, n))
+                    vecs.append(vector)
+                    metas.append(self.metadata_of(row))
+                if not self.owed[chunk]:
+                    del self.owed[chunk]
+                    finished.append(chunk)
+                    if chunk in self.held:
+                        ids.append(chunk)
+                        vecs.append(self.held.pop(chunk))
+                        metas.append(self.metadata_of(row))
         self.vector_store.upsert(ids, vecs, metas)
         if self.stored is not None:
-            self.stored(ids)
-        self.done += len(ids)
+            self.stored(finished)
+        self.done += len(finished)
         if self.root is not None:
             write_progress(self.root, self.done, self.total)
         if self.progress:
