@@ -22,6 +22,14 @@ from pathlib import Path
 
 from zocrates_nb.cli import main
 
+
+def assert_same_ranking(again: list[str], before: list[str], label: str = "") -> None:
+    """A dense or hybrid list after every chunk was embedded again into a new store: the same first
+    result and all but at most two of the same members (near-equal cosines may swap places at float
+    precision; a lexical list is compared exactly instead)."""
+    assert again[0] == before[0] and len(set(again) & set(before)) >= len(before) - 2, (label, again, before)
+
+
 QUERIES = ("cell type deconvolution of Visium spots", "batch integration of single-cell data", "platypus burrow ledger")
 #: A query nothing in the library is about: its lexical result must be empty, but its dense order is
 #: noise (every cosine near-equal, so a store that took the notes in another order may swap two of

@@ -226,9 +226,15 @@ class IndexConsistency(IndexCore):
         from zocrates_nb.index.vectors.fill import embed_jobs
 
         count = _count_tokens() if self.dense_windows else None
+
+        def texts_of(row: fts.ChunkRow) -> list[str]:  # the chunk's windows (vectors.windows), or its one text
+            if count is None:
+                return [embedding_text(row.title, row.text, row.context)]
+            return embedding_windows(row.title, row.text, row.context, count)
+
         embed_jobs(
             jobs,
-            lambda r: embedding_text(r.title, r.text, r.context),
+            texts_of,
             model,
             _OpenOnWrite(self.vector_store),
             vector_metadata,
@@ -237,7 +243,6 @@ class IndexConsistency(IndexCore):
             batch=_EMBED_BATCH,
             progress=progress,
             stored=done,
-            texts_of=(lambda r: embedding_windows(r.title, r.text, r.context, count)) if count else None,
         )
 
     def _drop_windows(self, chunk_ids: Iterable[str]) -> None:

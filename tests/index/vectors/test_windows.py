@@ -56,8 +56,9 @@ ROWS = [Row("a:0", ("a1", "a2", "a3")), Row("b:0", ("b1",)), Row("c:0", ("c1", "
 
 
 def _fill(store, stored, batch=2):
-    return embed_jobs([ROWS], None, Embedder(), store, lambda r: {}, batch=batch, stored=stored.extend,
-                      texts_of=lambda r: list(r.windows))  # fmt: skip
+    return embed_jobs(
+        [ROWS], lambda r: list(r.windows), Embedder(), store, lambda r: {}, batch=batch, stored=stored.extend
+    )
 
 
 def test_every_window_is_stored_and_a_chunk_counts_once_its_last_window_is():

@@ -147,7 +147,7 @@ def embed_rows(
     ``stored(ids)`` is called after each batch is upserted (the caller clears its durable queue)."""
     return embed_jobs(
         [rows],
-        text_of,
+        lambda row: [text_of(row)],
         embedder,
         store,
         metadata_of,
@@ -161,7 +161,7 @@ def embed_rows(
 
 def embed_jobs(
     jobs: Iterable[Sequence[Any]],
-    text_of: Callable[[Any], str],
+    texts_of: Callable[[Any], list[str]],
     embedder: Any,
     store: Any,
     metadata_of: Callable[[Any], dict],
@@ -171,14 +171,13 @@ def embed_jobs(
     batch: int = 128,
     progress: Callable[[int, int], None] | None = None,
     stored: Callable[[list[str]], None] | None = None,
-    texts_of: Callable[[Any], list[str]] | None = None,
 ) -> int:
     """``embed_rows`` over a stream of jobs (lists of rows), taken one at a time as the embedder needs
     more: a sync's feed (index/vectors/feed.py) hands over each slice of committed chunks this way, so
     the embedder goes on from one slice to the next while the last one is stored. Identical texts
     are embedded once within a job. ``total`` (when known) is what the progress figures count to.
-    ``texts_of`` (instead of ``text_of``): a row's windows, each stored as a vector of its own
-    (index/vectors/windows.py); a row counts as stored once its last window is."""
+    ``texts_of(row)``: what the model reads of a row, one text, or its windows (index/vectors/windows.py),
+    each stored as a vector of its own; a row counts as stored once its last window is."""
     writes = _Writes(store, metadata_of, total, root, progress, stored)
     rows_of_parts: deque[list[list[tuple[Any, int]]]] = deque()  # parts taken by the embedder, not stored yet
 
@@ -186,7 +185,7 @@ def embed_jobs(
         for rows in jobs:
             by_text: dict[str, list[tuple[Any, int]]] = {}
             for row in rows:
-                texts = texts_of(row) if texts_of is not None else [text_of(row)]
+                texts = texts_of(row)
                 writes.owe(row.chunk_id, len(texts))
                 for n, text in enumerate(texts):
                     by_text.setdefault(text, []).append((row, n))
